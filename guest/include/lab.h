@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * lab.h - helpers shared by the foliobatch lab's guest tests and benchmarks.
+ *
+ * Every function returns 0 (or a non-negative value) on success and a
+ * negative errno on failure; none of them prints or exits, so callers decide
+ * how to report.  The implementations are in lib/lab.c.
+ */
+#ifndef LAB_H
+#define LAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LAB_SZ_1K		(1UL << 10)
+#define LAB_SZ_1M		(1UL << 20)
+#define LAB_SZ_2M		(2UL << 20)
+
+/* Bits of /proc/kpageflags, see include/uapi/linux/kernel-page-flags.h. */
+#define LAB_KPF_COMPOUND_HEAD	15
+#define LAB_KPF_COMPOUND_TAIL	16
+#define LAB_KPF_THP		22
+
+#define LAB_CGROUP_ROOT		"/sys/fs/cgroup"
+
+/**
+ * lab_read_file() - read a small sysfs or procfs file into a string
+ * @path: file to read
+ * @buf: destination, always NUL-terminated on success
+ * @size: size of @buf; at most @size - 1 bytes are read
+ *
+ * Return: number of bytes read, or -errno.
+ */
+ssize_t lab_read_file(const char *path, char *buf, size_t size);
+
+/**
+ * lab_write_file() - write a string to a sysfs or procfs file
+ * @path: file to write
+ * @val: string written with a single write(2), without its NUL
+ *
+ * Return: 0 when all of @val was accepted, -EIO on a short write, or -errno
+ * (for example -EINVAL when a sysfs store rejected the value).
+ */
+int lab_write_file(const char *path, const char *val);
+
+/**
+ * lab_read_ulong() - read a file holding one decimal number
+ * @path: file to read, e.g. memory.current or an mTHP stats counter
+ * @val: the number read
+ *
+ * Return: 0, -EINVAL if the file does not start with a number, or -errno.
+ */
+int lab_read_ulong(const char *path, unsigned long *val);
+
+/**
+ * lab_status_kb() - read a "Name:   N kB" field of /proc/self/status
+ * @field: field name without the colon, e.g. "VmPTE" or "VmRSS"
+ *
+ * Return: the value in kB, -ENOENT if the field is missing, or -errno.
+ */
+long lab_status_kb(const char *field);
+
+/**
+ * lab_is_mounted() - tell whether a directory is a mount point of a type
+ * @dir: mount point as it appears in /proc/mounts, e.g. "/mnt/xfs"
+ * @fstype: file system type, e.g. "xfs" or "cgroup2"
+ *
+ * Return: 1 if @dir is mounted with type @fstype, 0 if not, or -errno if
+ * /proc/mounts cannot be read.
+ */
+int lab_is_mounted(const char *dir, const char *fstype);
+
+/**
+ * lab_pagemap_pfn() - look up the PFN that maps a virtual address
+ * @pagemap_fd: open file descriptor of /proc/self/pagemap
+ * @addr: any address in the page of interest
+ * @pfn: the page frame number
+ *
+ * Return: 0, -ENOENT if the page is not present, -EPERM if the kernel hid
+ * the PFN (the caller lacks CAP_SYS_ADMIN), or -errno.
+ */
+int lab_pagemap_pfn(int pagemap_fd, const void *addr, uint64_t *pfn);
+
+/**
+ * lab_kpageflags() - read the /proc/kpageflags word of a PFN
+ * @kpageflags_fd: open file descriptor of /proc/kpageflags
+ * @pfn: page frame number
+ * @flags: bitmask of KPF_* bits (see LAB_KPF_*)
+ *
+ * Return: 0 or -errno.
+ */
+int lab_kpageflags(int kpageflags_fd, uint64_t pfn, uint64_t *flags);
+
+/**
+ * struct lab_knob - a saved sysfs or procfs setting
+ * @path: the file
+ * @saved: its value when saved; for multiple-choice files such as
+ *         "always [madvise] never" only the bracketed choice is kept
+ * @valid: @saved holds a value that lab_knob_restore() will write back
+ */
+struct lab_knob {
+	char path[256];
+	char saved[64];
+	bool valid;
+};
+
+/**
+ * lab_knob_save() - remember the current value of a setting
+ * @knob: where to save it
+ * @path: the file
+ *
+ * Return: 0 or -errno; @knob->valid is false on failure.
+ */
+int lab_knob_save(struct lab_knob *knob, const char *path);
+
+/**
+ * lab_knob_restore() - write a saved value back
+ * @knob: a knob filled in by lab_knob_save(); nothing happens if not valid
+ *
+ * Return: 0 or -errno.
+ */
+int lab_knob_restore(const struct lab_knob *knob);
+
+/**
+ * lab_cg_enable_memory() - enable the memory controller for child cgroups
+ *
+ * Writes "+memory" to /sys/fs/cgroup/cgroup.subtree_control.
+ *
+ * Return: 0 or -errno.
+ */
+int lab_cg_enable_memory(void);
+
+/**
+ * lab_cg_create() - create /sys/fs/cgroup/@name
+ * @name: cgroup name; an existing cgroup of that name is reused
+ *
+ * Return: 0 or -errno.
+ */
+int lab_cg_create(const char *name);
+
+/**
+ * lab_cg_move() - move a process into a cgroup
+ * @name: cgroup name
+ * @pid: process to move; 0 means the caller
+ *
+ * Return: 0 or -errno.
+ */
+int lab_cg_move(const char *name, pid_t pid);
+
+/**
+ * lab_cg_memory_current() - read memory.current of a cgroup
+ * @name: cgroup name
+ * @bytes: charged memory in bytes
+ *
+ * Return: 0 or -errno.
+ */
+int lab_cg_memory_current(const char *name, unsigned long *bytes);
+
+/**
+ * lab_cg_reclaim() - ask a cgroup to reclaim memory
+ * @name: cgroup name
+ * @amount: amount in memory.reclaim syntax, e.g. "32M"
+ *
+ * Return: 0 if all of @amount was reclaimed, -EAGAIN if the kernel gave up
+ * before reclaiming all of it, or another -errno.
+ */
+int lab_cg_reclaim(const char *name, const char *amount);
+
+/**
+ * lab_cg_remove() - remove /sys/fs/cgroup/@name
+ * @name: cgroup name
+ *
+ * Retries for a while if the cgroup is still busy (its last task is being
+ * reaped).  A cgroup that does not exist counts as removed.
+ *
+ * Return: 0 or -errno.
+ */
+int lab_cg_remove(const char *name);
+
+#endif /* LAB_H */

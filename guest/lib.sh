@@ -1,0 +1,44 @@
+# foliobatch lab: shell helpers for plans (sourced by /lab/plan.sh).
+#
+# Output is KTAP: the plan prints "KTAP version 1" and "1..N"; each
+# lab_run prints the program's own output indented by four spaces (its
+# subtests) and then one result line for the program.
+set -o pipefail
+
+LAB_N=0
+
+# lab_plan N: print the KTAP header for N programs.
+lab_plan() {
+	echo "KTAP version 1"
+	echo "1..$1"
+}
+
+# lab_indent: copy stdin to stdout line by line, indented by four spaces.
+lab_indent() {
+	while IFS= read -r line; do
+		echo "    $line"
+	done
+}
+
+# lab_run NAME TIMEOUT CMD...: run CMD with a timeout in seconds, report it.
+# Exit 0 is ok, 4 (KSFT_SKIP) is ok # SKIP, anything else is not ok.
+lab_run() {
+	name=$1
+	limit=$2
+	shift 2
+	LAB_N=$((LAB_N + 1))
+	echo "# lab: start $name: $*"
+	timeout "$limit" "$@" 2>&1 | lab_indent
+	rc=$?
+	case $rc in
+	0) echo "ok $LAB_N $name" ;;
+	4) echo "ok $LAB_N $name # SKIP exit 4" ;;
+	124|143) echo "not ok $LAB_N $name # TIMEOUT after ${limit}s" ;;
+	*) echo "not ok $LAB_N $name # exit $rc" ;;
+	esac
+}
+
+# lab_sysfs FILE VALUE: write a sysfs/proc knob, or say why not.
+lab_sysfs() {
+	echo "$2" > "$1" || echo "# lab: could not write '$2' to $1"
+}

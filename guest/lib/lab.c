@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lab.c - helpers shared by the foliobatch lab's guest programs.
+ * See include/lab.h for the interface.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lab.h"
+
+#define PM_PFN_MASK	((1ULL << 55) - 1)
+#define PM_PRESENT	(1ULL << 63)
+
+ssize_t lab_read_file(const char *path, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	int fd, err;
+
+	if (!size)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (len < size - 1) {
+		n = read(fd, buf + len, size - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			close(fd);
+			return -err;
+		}
+		if (!n)
+			break;
+		len += n;
+	}
+	buf[len] = '\0';
+	close(fd);
+	return len;
+}
+
+int lab_write_file(const char *path, const char *val)
+{
+	size_t len = strlen(val);
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, len);
+	err = n < 0 ? errno : 0;
+	close(fd);
+	if (n < 0)
+		return -err;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int lab_read_ulong(const char *path, unsigned long *val)
+{
+	char buf[64], *end;
+	ssize_t n;
+
+	n = lab_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (!isdigit((unsigned char)buf[0]))
+		return -EINVAL;
+	errno = 0;
+	*val = strtoul(buf, &end, 10);
+	if (errno)
+		return -errno;
+	return 0;
+}
+
+long lab_status_kb(const char *field)
+{
+	size_t flen = strlen(field);
+	char buf[8192], *line;
+	ssize_t n;
+
+	n = lab_read_file("/proc/self/status", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	for (line = buf; line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (!strncmp(line, field, flen) && line[flen] == ':')
+			return strtol(line + flen + 1, NULL, 10);
+	}
+	return -ENOENT;
+}
+
+int lab_is_mounted(const char *dir, const char *fstype)
+{
+	char line[1024], mnt[512], type[64];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/mounts", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %511s %63s", mnt, type) != 2)
+			continue;
+		if (!strcmp(mnt, dir) && !strcmp(type, fstype)) {
+			found = 1;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+int lab_pagemap_pfn(int pagemap_fd, const void *addr, uint64_t *pfn)
+{
+	off_t off = (uintptr_t)addr / getpagesize() * sizeof(uint64_t);
+	uint64_t entry;
+	ssize_t n;
+
+	n = pread(pagemap_fd, &entry, sizeof(entry), off);
+	if (n < 0)
+		return -errno;
+	if (n != sizeof(entry))
+		return -EIO;
+	if (!(entry & PM_PRESENT))
+		return -ENOENT;
+	*pfn = entry & PM_PFN_MASK;
+	return *pfn ? 0 : -EPERM;
+}
+
+int lab_kpageflags(int kpageflags_fd, uint64_t pfn, uint64_t *flags)
+{
+	ssize_t n;
+
+	n = pread(kpageflags_fd, flags, sizeof(*flags), pfn * sizeof(*flags));
+	if (n < 0)
+		return -errno;
+	return n == sizeof(*flags) ? 0 : -EIO;
+}
+
+int lab_knob_save(struct lab_knob *knob, const char *path)
+{
+	char buf[256], *start = buf, *end;
+	ssize_t n;
+
+	knob->valid = false;
+	if (strlen(path) >= sizeof(knob->path))
+		return -ENAMETOOLONG;
+	strcpy(knob->path, path);
+	n = lab_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	/* "always [madvise] never": keep the selected choice only. */
+	end = strchr(buf, '[');
+	if (end) {
+		start = end + 1;
+		end = strchr(start, ']');
+		if (!end)
+			return -EINVAL;
+	} else {
+		end = buf + n;
+		while (end > buf && isspace((unsigned char)end[-1]))
+			end--;
+	}
+	if ((size_t)(end - start) >= sizeof(knob->saved))
+		return -E2BIG;
+	memcpy(knob->saved, start, end - start);
+	knob->saved[end - start] = '\0';
+	knob->valid = true;
+	return 0;
+}
+
+int lab_knob_restore(const struct lab_knob *knob)
+{
+	if (!knob->valid)
+		return 0;
+	return lab_write_file(knob->path, knob->saved);
+}
+
+static int lab_cg_path(char *buf, size_t size, const char *name,
+		       const char *file)
+{
+	int n;
+
+	if (file)
+		n = snprintf(buf, size, LAB_CGROUP_ROOT "/%s/%s", name, file);
+	else
+		n = snprintf(buf, size, LAB_CGROUP_ROOT "/%s", name);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int lab_cg_enable_memory(void)
+{
+	return lab_write_file(LAB_CGROUP_ROOT "/cgroup.subtree_control",
+			      "+memory");
+}
+
+int lab_cg_create(const char *name)
+{
+	char path[256];
+	int err;
+
+	err = lab_cg_path(path, sizeof(path), name, NULL);
+	if (err)
+		return err;
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int lab_cg_move(const char *name, pid_t pid)
+{
+	char path[256], val[32];
+	int err;
+
+	err = lab_cg_path(path, sizeof(path), name, "cgroup.procs");
+	if (err)
+		return err;
+	snprintf(val, sizeof(val), "%d", (int)pid);
+	return lab_write_file(path, val);
+}
+
+int lab_cg_memory_current(const char *name, unsigned long *bytes)
+{
+	char path[256];
+	int err;
+
+	err = lab_cg_path(path, sizeof(path), name, "memory.current");
+	if (err)
+		return err;
+	return lab_read_ulong(path, bytes);
+}
+
+int lab_cg_reclaim(const char *name, const char *amount)
+{
+	char path[256];
+	int err;
+
+	err = lab_cg_path(path, sizeof(path), name, "memory.reclaim");
+	if (err)
+		return err;
+	return lab_write_file(path, amount);
+}
+
+int lab_cg_remove(const char *name)
+{
+	char path[256];
+	int err, tries;
+
+	err = lab_cg_path(path, sizeof(path), name, NULL);
+	if (err)
+		return err;
+	for (tries = 0; tries < 200; tries++) {
+		if (!rmdir(path) || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		usleep(10000);
+	}
+	return -EBUSY;
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * switches.c - tests of the foliobatch runtime switches in
+ * /sys/kernel/mm/foliobatch and of the foliobatch= boot parameter.
+ *
+ * LAB_FLAVOUR must be "stock" or "patched".  On stock only the absence of
+ * the directory is checked; on patched the switches themselves are.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+
+#define FB_DIR	"/sys/kernel/mm/foliobatch"
+#define FB_NR	6
+
+static const char * const fb_names[FB_NR] = {
+	"pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
+	"mglru_young_batch", "reclaim_tlb_batch",
+};
+
+/*
+ * Fails the test unless LAB_FLAVOUR is "stock" or "patched", and skips it
+ * unless LAB_FLAVOUR is @want.
+ */
+#define REQUIRE_FLAVOUR(want, why) do {					\
+	const char *__env = getenv("LAB_FLAVOUR");			\
+	const char *__fl = __env ? __env : "(unset)";			\
+									\
+	ASSERT_TRUE(!strcmp(__fl, "stock") || !strcmp(__fl, "patched"))	\
+		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched",	\
+		       __fl);						\
+	if (strcmp(__fl, want))						\
+		SKIP(return, "%s", why);				\
+} while (0)
+
+/* Returns 0 or 1 if the switch reads exactly "0\n" or "1\n", else -1. */
+static int fb_read(const char *name)
+{
+	char path[128], buf[16];
+
+	snprintf(path, sizeof(path), FB_DIR "/%s", name);
+	if (lab_read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	if (!strcmp(buf, "0\n"))
+		return 0;
+	if (!strcmp(buf, "1\n"))
+		return 1;
+	return -1;
+}
+
+/* One write(2) of @len bytes: the count written or -errno. */
+static ssize_t fb_write(const char *name, const char *val, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd, err;
+
+	snprintf(path, sizeof(path), FB_DIR "/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, len);
+	err = errno;
+	close(fd);
+	return n < 0 ? -err : n;
+}
+
+static int fb_index(const char *name)
+{
+	int i;
+
+	for (i = 0; i < FB_NR; i++)
+		if (!strcmp(name, fb_names[i]))
+			return i;
+	return -1;
+}
+
+/*
+ * Applies one foliobatch= value the way mm/foliobatch.c does: items split
+ * at ',', empty items skipped, "<name>=<0|1>" with "all" naming every
+ * switch, later items win, unknown names and malformed items ignored.
+ */
+static void fb_apply_param(char *val, int expect[FB_NR])
+{
+	char *item, *eq;
+	int i, v;
+
+	while ((item = strsep(&val, ",")) != NULL) {
+		eq = strchr(item, '=');
+		if (!eq)
+			continue;
+		if (!strcmp(eq + 1, "0"))
+			v = 0;
+		else if (!strcmp(eq + 1, "1"))
+			v = 1;
+		else
+			continue;
+		*eq = '\0';
+		for (i = 0; i < FB_NR; i++)
+			if (!strcmp(item, "all") || !strcmp(item, fb_names[i]))
+				expect[i] = v;
+	}
+}
+
+/*
+ * Fills @expect with the values the kernel command line implies, default
+ * 1.  Every foliobatch= parameter counts, in order; parsing stops at "--",
+ * after which arguments belong to init.  Double quotes are dropped, as the
+ * kernel's next_arg() does.  Returns 0 or -errno.
+ */
+static int fb_expected(int expect[FB_NR])
+{
+	char cmdline[4096], *rest, *tok, *d, *s;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < FB_NR; i++)
+		expect[i] = 1;
+	n = lab_read_file("/proc/cmdline", cmdline, sizeof(cmdline));
+	if (n < 0)
+		return n;
+	rest = cmdline;
+	while ((tok = strsep(&rest, " \t\n")) != NULL) {
+		if (!strcmp(tok, "--"))
+			break;
+		for (s = d = tok; *s; s++)
+			if (*s != '"')
+				*d++ = *s;
+		*d = '\0';
+		if (!strncmp(tok, "foliobatch=", 11)) {
+			ksft_print_msg("command line: %s\n", tok);
+			fb_apply_param(tok + 11, expect);
+		}
+	}
+	return 0;
+}
+
+/* Proves a stock kernel has no switches directory at all. */
+TEST(stock_has_no_switches)
+{
+	struct stat st;
+	int ret, err;
+
+	REQUIRE_FLAVOUR("stock",
+			"patched kernel: the absence check is for stock");
+	ret = stat(FB_DIR, &st);
+	err = errno;
+	ASSERT_EQ(-1, ret) TH_LOG("%s exists on stock", FB_DIR);
+	ASSERT_EQ(ENOENT, err);
+}
+
+FIXTURE(fb) {
+	int initial[FB_NR];
+};
+
+/* Skips on stock; records every switch's value for the teardown. */
+FIXTURE_SETUP(fb)
+{
+	int i;
+
+	REQUIRE_FLAVOUR("patched", "stock kernel has no switches");
+	for (i = 0; i < FB_NR; i++) {
+		self->initial[i] = fb_read(fb_names[i]);
+		ASSERT_LE(0, self->initial[i])
+			TH_LOG("%s/%s missing or not \"0\\n\"/\"1\\n\"",
+			       FB_DIR, fb_names[i]);
+	}
+}
+
+FIXTURE_TEARDOWN(fb)
+{
+	const char *val;
+	int i;
+
+	for (i = 0; i < FB_NR; i++) {
+		val = self->initial[i] ? "1" : "0";
+		EXPECT_EQ(1, fb_write(fb_names[i], val, 1))
+			TH_LOG("cannot restore %s", fb_names[i]);
+		EXPECT_EQ(self->initial[i], fb_read(fb_names[i]));
+	}
+}
+
+/*
+ * Proves the directory holds exactly the six documented switches: every
+ * entry is a known name, none repeats, and there are six of them.
+ */
+TEST_F(fb, entries)
+{
+	bool seen[FB_NR] = { false };
+	struct dirent *de;
+	int i, nr = 0;
+	DIR *dir;
+
+	dir = opendir(FB_DIR);
+	ASSERT_NE(NULL, dir);
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		i = fb_index(de->d_name);
+		ASSERT_LE(0, i) TH_LOG("unexpected entry %s", de->d_name);
+		ASSERT_FALSE(seen[i]) TH_LOG("%s listed twice", de->d_name);
+		seen[i] = true;
+		nr++;
+	}
+	closedir(dir);
+	ASSERT_EQ(FB_NR, nr);
+}
+
+/* Proves the values at boot are what foliobatch= on the command line says. */
+TEST_F(fb, boot_values)
+{
+	int expect[FB_NR], i;
+
+	ASSERT_EQ(0, fb_expected(expect));
+	for (i = 0; i < FB_NR; i++) {
+		ksft_print_msg("%s=%d (expected %d)\n", fb_names[i],
+			       self->initial[i], expect[i]);
+		EXPECT_EQ(expect[i], self->initial[i])
+			TH_LOG("%s differs from the command line", fb_names[i]);
+	}
+}
+
+/* Proves "0" and "1\n" are accepted and read back as 0 and 1. */
+TEST_F(fb, write_valid)
+{
+	const char *sw;
+	int i;
+
+	for (i = 0; i < FB_NR; i++) {
+		sw = fb_names[i];
+		ASSERT_EQ(1, fb_write(sw, "0", 1)) TH_LOG("%s <- \"0\"", sw);
+		ASSERT_EQ(0, fb_read(sw)) TH_LOG("%s", sw);
+		ASSERT_EQ(2, fb_write(sw, "1\n", 2)) TH_LOG("%s <- 1\\n", sw);
+		ASSERT_EQ(1, fb_read(sw)) TH_LOG("%s", sw);
+	}
+}
+
+/*
+ * Proves every other value fails with EINVAL and leaves the switch as it
+ * was, from both 0 and 1.  An empty write never reaches the sysfs store,
+ * so for "" only the unchanged value is checked.
+ */
+TEST_F(fb, write_invalid)
+{
+	static const char * const bad[] = {
+		"2", "yes", "", "01", "1x", "-1", " 1",
+	};
+	const char *sw;
+	unsigned int b;
+	ssize_t ret;
+	int i, v;
+
+	/* Every switch, starting from 0 and then from 1. */
+	for (i = 0; i < 2 * FB_NR; i++) {
+		sw = fb_names[i / 2];
+		v = i % 2;
+		ASSERT_EQ(1, fb_write(sw, v ? "1" : "0", 1)) TH_LOG("%s", sw);
+		for (b = 0; b < ARRAY_SIZE(bad); b++) {
+			ret = fb_write(sw, bad[b], strlen(bad[b]));
+			if (bad[b][0]) {
+				EXPECT_EQ(-EINVAL, ret)
+					TH_LOG("%s <- \"%s\"", sw, bad[b]);
+			} else {
+				EXPECT_TRUE(ret == 0 || ret == -EINVAL)
+					TH_LOG("%s <- \"\": %zd", sw, ret);
+			}
+			ASSERT_EQ(v, fb_read(sw))
+				TH_LOG("%s changed by \"%s\"", sw, bad[b]);
+		}
+	}
+}
+
+/* Proves a name that is not a switch cannot be opened for writing. */
+TEST_F(fb, no_such_switch)
+{
+	int fd = open(FB_DIR "/no_such_switch", O_WRONLY);
+	int err = errno;
+
+	if (fd >= 0)
+		close(fd);
+	ASSERT_EQ(-1, fd);
+	ASSERT_EQ(ENOENT, err);
+}
+
+TEST_HARNESS_MAIN

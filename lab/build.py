@@ -1,0 +1,163 @@
+"""Build: configure and build one kernel out of tree, with ccache.
+
+One build directory per (arch, variant, flavour), a direct child of the
+flavour's source tree (see config.build_dir).  The config is tinyconfig plus
+configs/common.config, configs/<arch>.config and, for the debug variant,
+configs/debug.config; every option a fragment sets is checked afterwards.
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from . import config
+from .util import LabError, Timer, run, say
+
+BUILD_ENV = {
+    # Reproducible strings: keep ccache hits for init/version.c across builds.
+    "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026",
+    "KBUILD_BUILD_USER": "lab",
+    "KBUILD_BUILD_HOST": "foliobatch",
+}
+
+
+def fragments(arch_name, variant):
+    frags = [config.CONFIGS / "common.config", config.CONFIGS / f"{arch_name}.config"]
+    if variant == "debug":
+        frags.append(config.CONFIGS / "debug.config")
+    elif variant != "default":
+        raise LabError(f"unknown variant '{variant}' (known: {', '.join(config.VARIANTS)})")
+    return frags
+
+
+def parse_fragment(path):
+    """Return {CONFIG_X: value} for a fragment; 'n' for '=n' and 'is not set'."""
+    want = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        m = re.match(r"# (CONFIG_\w+) is not set$", line)
+        if m:
+            want[m.group(1)] = "n"
+            continue
+        if not line or line.startswith("#"):
+            continue
+        key, _, val = line.partition("=")
+        want[key] = val
+    return want
+
+
+def parse_dotconfig(path):
+    have = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"(CONFIG_\w+)=(.*)$", line)
+        if m:
+            have[m.group(1)] = m.group(2)
+    return have
+
+
+def check_config(dotconfig, frags):
+    """Every option a fragment sets must hold in the final .config."""
+    have = parse_dotconfig(dotconfig)
+    bad = []
+    for frag in frags:
+        for key, val in parse_fragment(frag).items():
+            got = have.get(key, "n")
+            if got != val:
+                bad.append(f"{key}={val} (from {frag.name}) ended up as {key}={got}")
+    if bad:
+        raise LabError("config fragment options did not stick (a dependency is "
+                       "missing):\n  " + "\n  ".join(bad))
+
+
+def config_hash(arch_name, variant):
+    h = hashlib.sha256()
+    for f in fragments(arch_name, variant):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def make_cmd(a, src, out, flavour, jobs=None):
+    cc = f"{a.cross}gcc"
+    cmd = ["make", "-C", str(src), f"O={out}", f"ARCH={a.karch}",
+           f"-j{jobs or os.cpu_count()}", f"LOCALVERSION=-{flavour}"]
+    if a.cross:
+        cmd.append(f"CROSS_COMPILE={a.cross}")
+    if shutil.which("ccache"):
+        cmd.append(f"CC=ccache {cc}")
+    return cmd
+
+
+def configure(arch_name, variant, flavour, log):
+    a = config.arch(arch_name)
+    src = config.source_tree(flavour)
+    out = config.build_dir(arch_name, variant, flavour)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = out / ".lab-config"
+    want = config_hash(arch_name, variant)
+    if stamp.exists() and stamp.read_text().strip() == want and (out / ".config").exists():
+        return out
+    frags = fragments(arch_name, variant)
+    base = make_cmd(a, src, out, flavour)
+    env = dict(os.environ, **BUILD_ENV)
+    run(base + ["tinyconfig"], env=env, log=log)
+    run([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
+         str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
+    run(base + ["olddefconfig"], env=env, log=log)
+    check_config(out / ".config", frags)
+    stamp.write_text(want + "\n")
+    return out
+
+
+def first_error(log):
+    """The first compiler/linker error in a build log, with a little context."""
+    lines = log.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if re.search(r"(error:|Error \d|undefined reference|\*\*\* )", line):
+            return "\n".join(lines[max(0, i - 3):i + 4])
+    return "\n".join(lines[-15:])
+
+
+def build(arch_name, variant="default", flavour="patched", jobs=None):
+    """Configure and build; return the path of the bootable image."""
+    if flavour not in config.FLAVOURS:
+        raise LabError(f"unknown flavour '{flavour}' (known: {', '.join(config.FLAVOURS)})")
+    a = config.arch(arch_name)
+    if a.cross and not shutil.which(f"{a.cross}gcc"):
+        raise LabError(f"{a.cross}gcc not found: apt-get install gcc-aarch64-linux-gnu")
+    src = config.source_tree(flavour)
+    if not (src / "Makefile").exists():
+        raise LabError(f"no source tree at {src}; run 'lab source apply'")
+    log = config.log_dir() / f"build-{arch_name}-{variant}-{flavour}.log"
+    log.write_text("")
+    t = Timer()
+    say(f"building {arch_name}/{variant}/{flavour} (log: {log})")
+    out = configure(arch_name, variant, flavour, log)
+    env = dict(os.environ, **BUILD_ENV)
+    cmd = make_cmd(a, src, out, flavour, jobs)
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        p = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
+        last = time.monotonic()
+        while p.poll() is None:
+            time.sleep(2)
+            if time.monotonic() - last >= 30:
+                last = time.monotonic()
+                n = sum(1 for l in open(log, errors="replace") if l.startswith("  CC "))
+                say(f"  {arch_name}/{variant}/{flavour}: {n} objects compiled, {t}")
+    if p.returncode != 0:
+        raise LabError(f"build of {arch_name}/{variant}/{flavour} failed "
+                       f"(full log: {log}); first error:\n{first_error(log)}")
+    image = out / a.image
+    if not image.exists():
+        raise LabError(f"build finished but {image} is missing (log: {log})")
+    say(f"built {image} in {t}")
+    return image
+
+
+def image_path(arch_name, variant="default", flavour="patched"):
+    a = config.arch(arch_name)
+    return config.build_dir(arch_name, variant, flavour) / a.image

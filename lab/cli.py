@@ -1,0 +1,185 @@
+"""lab: the foliobatch lab's command line.
+
+  lab deps [--install]        check/install host dependencies
+  lab source fetch|apply|export|checkpatch
+  lab build [-a ARCH] [-f FLAVOUR] [-v VARIANT]
+  lab kernel -a ARCH -f FLAVOUR [-v VARIANT]   print a built image's path
+  lab image [-a ARCH]         build the guest initramfs
+  lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
+  lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-upstream] ...
+  lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
+"""
+
+import argparse
+import sys
+
+from . import config
+from .util import LabError, say
+
+
+def _arches(args):
+    names = args.arch or list(config.ARCHES)
+    for n in names:
+        config.arch(n)
+    return names
+
+
+def _flavours(args):
+    names = args.flavour or list(config.FLAVOURS)
+    for n in names:
+        if n not in config.FLAVOURS:
+            raise LabError(f"unknown flavour '{n}' (known: {', '.join(config.FLAVOURS)})")
+    return names
+
+
+def cmd_deps(args):
+    from . import deps
+    deps.install() if args.install else deps.check()
+    return 0
+
+
+def cmd_source(args):
+    from . import source
+    if args.action == "fetch":
+        source.fetch()
+    elif args.action == "apply":
+        source.apply(force=args.force)
+    elif args.action == "export":
+        source.export()
+    elif args.action == "checkpatch":
+        return source.checkpatch()
+    return 0
+
+
+def cmd_build(args):
+    from . import build, source
+    source.apply()
+    for a in _arches(args):
+        for f in _flavours(args):
+            print(build.build(a, args.variant, f))
+    return 0
+
+
+def cmd_kernel(args):
+    from . import build
+    path = build.image_path(args.arch[0] if args.arch else "x86_64", args.variant,
+                            args.flavour[0] if args.flavour else "patched")
+    if not path.exists():
+        raise LabError(f"{path} is not built; run 'lab build'")
+    print(path)
+    return 0
+
+
+def cmd_image(args):
+    from . import image, source
+    source.fetch()
+    for a in _arches(args):
+        print(image.build(a))
+    return 0
+
+
+def cmd_boot(args):
+    from . import build, run
+    a = args.arch[0] if args.arch else "x86_64"
+    f = args.flavour[0] if args.flavour else "patched"
+    kernel = build.image_path(a, args.variant, f)
+    if not kernel.exists():
+        raise LabError(f"{kernel} is not built; run 'lab build -a {a} -f {f}'")
+    plan = ". /lab/lib.sh\n" + (args.run or "uname -a; cat /proc/cmdline") + "\n"
+    b = run.boot(a, kernel, plan, {"LAB_ARCH": a, "LAB_FLAVOUR": f,
+                                   "LAB_VARIANT": args.variant},
+                 f"{a}-{args.variant}-{f}-manual", mem_mb=args.mem, cpus=args.cpus,
+                 append=args.append, icount=args.icount, timeout=args.timeout,
+                 echo=print)
+    say(f"exit {b.exit_code}; console saved in {b.console}")
+    say("qemu: " + " ".join(b.cmdline))
+    return 0 if b.exit_code == 0 else 1
+
+
+def cmd_test(args):
+    from . import testcmd
+    only = set(args.only.split(",")) if args.only else None
+    return testcmd.main(_arches(args), args.variant, pytest=not args.no_pytest,
+                        own=not args.no_own, upstream=not args.no_upstream, only=only)
+
+
+def cmd_bench(args):
+    from . import bench
+    return bench.main(_arches(args), workloads=args.workload, quick=args.quick,
+                      repeats=args.repeats)
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="lab", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp, flavour=True):
+        sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES),
+                        help="arch (repeatable; default: all)")
+        if flavour:
+            sp.add_argument("-f", "--flavour", action="append",
+                            choices=list(config.FLAVOURS),
+                            help="stock or patched (repeatable; default: both)")
+        sp.add_argument("-v", "--variant", default="default", choices=list(config.VARIANTS))
+
+    sp = sub.add_parser("deps", help="check or install host dependencies")
+    sp.add_argument("--install", action="store_true")
+    sp.set_defaults(fn=cmd_deps)
+
+    sp = sub.add_parser("source", help="fetch/apply/export the kernel source and series")
+    sp.add_argument("action", choices=["fetch", "apply", "export", "checkpatch"])
+    sp.add_argument("--force", action="store_true", help="re-apply even if unchanged")
+    sp.set_defaults(fn=cmd_source)
+
+    sp = sub.add_parser("build", help="build kernels; prints image paths")
+    common(sp)
+    sp.set_defaults(fn=cmd_build)
+
+    sp = sub.add_parser("kernel", help="print the path of a built kernel image")
+    common(sp)
+    sp.set_defaults(fn=cmd_kernel)
+
+    sp = sub.add_parser("image", help="build the guest initramfs")
+    sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
+    sp.set_defaults(fn=cmd_image)
+
+    sp = sub.add_parser("boot", help="boot a built kernel and run a command")
+    common(sp)
+    sp.add_argument("--run", help="shell command(s) to run in the guest")
+    sp.add_argument("--append", default="", help="extra kernel command line")
+    sp.add_argument("--mem", type=int, default=2048, help="MiB (default 2048)")
+    sp.add_argument("--cpus", type=int, default=2)
+    sp.add_argument("--icount", action="store_true",
+                    help="-icount shift=0,sleep=off (instruction-time)")
+    sp.add_argument("--timeout", type=int, default=600)
+    sp.set_defaults(fn=cmd_boot)
+
+    sp = sub.add_parser("test", help="run the host and guest test suites")
+    sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
+    sp.add_argument("-v", "--variant", default="default", choices=list(config.VARIANTS))
+    sp.add_argument("--only", help="comma-separated program names to run")
+    sp.add_argument("--no-pytest", action="store_true")
+    sp.add_argument("--no-own", action="store_true", help="skip the project's tests")
+    sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
+    sp.set_defaults(fn=cmd_test)
+
+    sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on, stock")
+    sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
+    sp.add_argument("-w", "--workload", action="append", help="workload (repeatable)")
+    sp.add_argument("--quick", action="store_true", help="small scale, fewer repeats")
+    sp.add_argument("--repeats", type=int, help="maximum repeats per measurement")
+    sp.set_defaults(fn=cmd_bench)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except LabError as e:
+        print(f"lab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lab: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,72 @@
+"""Pins, paths and per-architecture facts.  Everything else reads from here."""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WORK = Path(os.environ.get("FOLIOBATCH_WORK", REPO / "work"))
+
+# The pinned source: Debian's linux-source-6.12 package.
+SOURCE_PACKAGE = "linux-source-6.12"
+SOURCE_VERSION = "6.12.117-1~deb12u1"
+
+PATCHES = REPO / "patches"
+SERIES = PATCHES / "series"
+CONFIGS = REPO / "configs"
+GUEST = REPO / "guest"
+
+FLAVOURS = ("stock", "patched")
+VARIANTS = ("default", "debug")
+
+# The runtime switches added by the first patch of the series.
+SWITCH_DIR = "/sys/kernel/mm/foliobatch"
+SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
+            "mglru_young_batch", "reclaim_tlb_batch")
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str            # lab name, also the kernel's ARCH for x86_64
+    karch: str           # ARCH= for make
+    cross: str           # CROSS_COMPILE= prefix ('' for native)
+    image: str           # path of the bootable image inside the build dir
+    qemu: str
+    machine: list        # -M/-cpu arguments
+    console: str
+    deb_arch: str        # Debian architecture name
+    blk_device: str      # qemu device model for a virtio disk
+
+
+ARCHES = {
+    "x86_64": Arch("x86_64", "x86_64", "", "arch/x86/boot/bzImage",
+                   "qemu-system-x86_64", ["-M", "q35", "-cpu", "max"],
+                   "ttyS0", "amd64", "virtio-blk-pci"),
+    "arm64": Arch("arm64", "arm64", "aarch64-linux-gnu-", "arch/arm64/boot/Image",
+                  "qemu-system-aarch64", ["-M", "virt", "-cpu", "max"],
+                  "ttyAMA0", "arm64", "virtio-blk-device"),
+}
+
+
+def arch(name):
+    try:
+        return ARCHES[name]
+    except KeyError:
+        raise SystemExit(f"lab: unknown arch '{name}' (known: {', '.join(ARCHES)})")
+
+
+def source_tree(flavour):
+    """Each flavour is a git worktree of one repository."""
+    return WORK / "src" / flavour
+
+
+def build_dir(arch_name, variant, flavour):
+    # A direct child of the source tree: kbuild then uses a relative srctree
+    # ("..") so stock and patched builds share ccache entries.
+    return source_tree(flavour) / f"out-{arch_name}-{variant}"
+
+
+def log_dir():
+    d = WORK / "logs"
+    d.mkdir(parents=True, exist_ok=True)
+    return d

@@ -1,0 +1,157 @@
+"""Run: boot one kernel under QEMU with a plan, save the console, return it.
+
+TCG by default (-M virt -cpu max on arm64); KVM only when asked and a probe
+boot proved that it works.  Benchmarks pass icount=True, which adds
+'-icount shift=0,sleep=off' so guest time counts instructions.
+"""
+
+import os
+import re
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import config, image
+from .util import LabError, run, say
+
+READY = "LAB-READY:"
+EXIT_RE = re.compile(r"LAB-EXIT: (\d+)")
+
+
+@dataclass
+class Boot:
+    """What a boot produced."""
+    console: Path            # saved console log
+    exit_code: int | None    # the plan's exit status, None if never reported
+    ready: bool              # the guest reached the plan
+    timed_out: bool
+    wall: float              # host seconds
+    cmdline: list = field(default_factory=list)
+
+    def text(self):
+        return self.console.read_text(errors="replace")
+
+
+def make_disk(path, size_mb, xfs=False):
+    """A sparse raw disk; with xfs=True, a fresh XFS made by the host."""
+    with open(path, "wb") as f:
+        f.truncate(size_mb << 20)
+    if xfs:
+        if not shutil.which("mkfs.xfs"):
+            raise LabError("mkfs.xfs not found: apt-get install xfsprogs")
+        run(["mkfs.xfs", "-q", "-f", str(path)], quiet=True)
+
+
+def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
+             icount=False, accel="tcg"):
+    a = config.arch(arch_name)
+    if not shutil.which(a.qemu):
+        pkg = "qemu-system-x86" if arch_name == "x86_64" else "qemu-system-arm"
+        raise LabError(f"{a.qemu} not found: apt-get install {pkg}")
+    machine = list(a.machine)
+    if arch_name == "arm64":
+        # Pointer authentication with the architected QARMA algorithm is slow
+        # under TCG; the guest kernel does not use it (configs/arm64.config).
+        machine[machine.index("max")] = "max,pauth-impdef=on"
+    cmd = [a.qemu, *machine, "-accel", accel, "-smp", str(cpus), "-m", str(mem_mb),
+           "-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio",
+           "-monitor", "none", "-kernel", str(kernel), "-initrd", str(initrd),
+           "-append", f"console={a.console} panic=-1 {append}".strip()]
+    for i, (path, serial) in enumerate(disks):
+        cmd += ["-drive", f"file={path},if=none,id=d{i},format=raw,cache=unsafe",
+                "-device", f"{a.blk_device},drive=d{i},serial={serial}"]
+    if icount:
+        cmd += ["-icount", "shift=0,sleep=off"]
+    return cmd
+
+
+def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
+         timeout=1200, icount=False, xfs_mb=1024, swap_mb=1024, echo=None,
+         accel="tcg"):
+    """Boot kernel with plan; stream the console to a log; return a Boot.
+
+    echo(line) is called for each console line (progress); the whole
+    console is saved in WORK/logs/console-<name>.log.
+    """
+    logs = config.log_dir()
+    console = logs / f"console-{name}.log"
+    tmp = Path(tempfile.mkdtemp(prefix=f"boot-{name}-", dir=config.WORK))
+    try:
+        initrd = image.plan_cpio(arch_name, plan, env, tmp / "initrd.cpio")
+        disks = []
+        if xfs_mb:
+            make_disk(tmp / "xfs.img", xfs_mb, xfs=True)
+            disks.append((tmp / "xfs.img", "labxfs"))
+        if swap_mb:
+            make_disk(tmp / "swap.img", swap_mb)
+            disks.append((tmp / "swap.img", "labswap"))
+        cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=mem_mb, cpus=cpus,
+                       append=append, disks=disks, icount=icount, accel=accel)
+        return _run_qemu(cmd, console, timeout, echo)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_qemu(cmd, console, timeout, echo):
+    t0 = time.monotonic()
+    ready = timed_out = False
+    code = None
+    with open(console, "w") as log:
+        log.write("# " + " ".join(cmd) + "\n")
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        buf = b""
+        while True:
+            left = timeout - (time.monotonic() - t0)
+            if left <= 0:
+                timed_out = True
+                p.kill()
+                break
+            r, _, _ = select.select([p.stdout], [], [], min(left, 5))
+            if not r:
+                if p.poll() is not None:
+                    break
+                continue
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                line = raw.decode(errors="replace").rstrip("\r")
+                log.write(line + "\n")
+                if line.startswith(READY):
+                    ready = True
+                m = EXIT_RE.search(line)
+                if m:
+                    code = int(m.group(1))
+                if echo:
+                    echo(line)
+            log.flush()
+        if buf:
+            log.write(buf.decode(errors="replace") + "\n")
+        p.wait()
+        if timed_out:
+            log.write(f"\n# lab: killed after {timeout}s\n")
+    return Boot(console, code, ready, timed_out, time.monotonic() - t0, cmd)
+
+
+def kvm_works(arch_name, kernel):
+    """Probe once per machine whether KVM boots this arch; cache the answer."""
+    host = {"x86_64": "x86_64", "aarch64": "arm64"}.get(os.uname().machine)
+    if host != arch_name or not os.path.exists("/dev/kvm"):
+        return False
+    stamp = config.WORK / f"kvm-probe-{arch_name}"
+    if stamp.exists():
+        return stamp.read_text().strip() == "yes"
+    b = boot(arch_name, kernel, "exit 0\n", {}, f"kvm-probe-{arch_name}",
+             mem_mb=512, cpus=1, timeout=60, xfs_mb=0, swap_mb=0, accel="kvm")
+    ok = b.exit_code == 0
+    stamp.write_text("yes\n" if ok else "no\n")
+    say(f"KVM probe boot for {arch_name}: {'works' if ok else 'fails, using TCG'} "
+        f"(console: {b.console})")
+    return ok

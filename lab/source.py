@@ -1,0 +1,226 @@
+"""Source: fetch the pinned linux-source-6.12, make it a git tree, apply the series.
+
+Layout under WORK/src:
+  stock/    git repository, the unpacked Debian source committed as tag 'base'
+  patched/  git worktree of the same repository, branch 'patched' = base + series
+"""
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+from . import config
+from .util import LabError, out, run, say, warn
+
+BASE_TAG = "base"
+EXCLUDES = ["/out-*/", "/.lab-*"]
+
+
+def _dl_dir():
+    d = config.WORK / "dl"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def available_versions():
+    """Versions of the source package apt can download, newest first."""
+    text = out(["apt-cache", "madison", config.SOURCE_PACKAGE])
+    vers = [line.split("|")[1].strip() for line in text.splitlines() if "|" in line]
+    seen = []
+    for v in vers:
+        if v not in seen:
+            seen.append(v)
+    return seen
+
+
+def download():
+    """Download the pinned .deb (or the newest 6.12, loudly) and return its path."""
+    dl = _dl_dir()
+    debs = sorted(dl.glob(f"{config.SOURCE_PACKAGE}_*.deb"))
+    pinned = config.SOURCE_VERSION.replace(":", "%3a")
+    for deb in debs:
+        if pinned in deb.name:
+            return deb, config.SOURCE_VERSION
+    version = config.SOURCE_VERSION
+    avail = available_versions()
+    if not avail:
+        raise LabError(f"apt knows no {config.SOURCE_PACKAGE}; run 'apt-get update' "
+                       "(the package is in bookworm-security)")
+    if version not in avail:
+        newest = avail[0]
+        warn("*" * 70)
+        warn(f"pinned {config.SOURCE_PACKAGE} {version} is no longer served;")
+        warn(f"using the newest one, {newest}. Results are NOT comparable with")
+        warn("the pinned runs. Update SOURCE_VERSION in lab/config.py.")
+        warn("*" * 70)
+        version = newest
+    run(["apt-get", "download", f"{config.SOURCE_PACKAGE}={version}"], cwd=dl)
+    debs = [d for d in dl.glob(f"{config.SOURCE_PACKAGE}_*.deb")
+            if version.replace(":", "%3a") in d.name]
+    if not debs:
+        raise LabError(f"apt-get download left no .deb in {dl}")
+    return debs[0], version
+
+
+def fetch():
+    """Create WORK/src/stock as a git tree with the pinned source as 'base'."""
+    stock = config.source_tree("stock")
+    if (stock / ".git").exists() and _has_tag(stock, BASE_TAG):
+        say(f"source already unpacked in {stock} ({base_version()})")
+        return stock
+    deb, version = download()
+    pkg = _dl_dir() / "pkg"
+    if pkg.exists():
+        shutil.rmtree(pkg)
+    run(["dpkg-deb", "-x", str(deb), str(pkg)])
+    tarballs = list((pkg / "usr/src").glob("linux-source-*.tar.xz"))
+    if len(tarballs) != 1:
+        raise LabError(f"expected one tarball in {pkg}/usr/src, found {tarballs}")
+    if stock.exists():
+        shutil.rmtree(stock)
+    stock.mkdir(parents=True)
+    say(f"unpacking {tarballs[0].name}")
+    run(["tar", "-xf", str(tarballs[0]), "-C", str(stock), "--strip-components=1"])
+    shutil.rmtree(pkg)
+    git = ["git", "-C", str(stock)]
+    run(git + ["init", "-q", "-b", "stock"])
+    run(git + ["config", "user.name", "foliobatch lab"])
+    run(git + ["config", "user.email", "lab@foliobatch.invalid"])
+    run(git + ["config", "gc.auto", "0"])
+    (stock / ".git/info/exclude").write_text("\n".join(EXCLUDES) + "\n")
+    _drop_debian_ignore(stock / ".gitignore")
+    say("committing the base tree (about a minute)")
+    run(git + ["add", "-A", "-f", "."], quiet=True)
+    run(git + ["commit", "-q", "-m", f"base: {config.SOURCE_PACKAGE} {version}"])
+    run(git + ["tag", BASE_TAG])
+    (stock / ".lab-version").write_text(version + "\n")
+    return stock
+
+
+def _drop_debian_ignore(gitignore):
+    """Debian's linux-source ignores every top-level path ('/*'), which would
+    hide new files from 'git add'.  Cut that block; it does not affect builds."""
+    text = gitignore.read_text()
+    cut = text.find("# Debian packaging")
+    if cut >= 0:
+        start = text.rfind("#\n", 0, cut)
+        gitignore.write_text(text[:start if start >= 0 else cut])
+
+
+def _has_tag(tree, tag):
+    p = run(["git", "-C", str(tree), "rev-parse", "-q", "--verify", f"refs/tags/{tag}"],
+            check=False, capture=True, quiet=True)
+    return p.returncode == 0
+
+
+def base_version():
+    f = config.source_tree("stock") / ".lab-version"
+    return f.read_text().strip() if f.exists() else "unknown"
+
+
+def series_files():
+    """The patch files named by patches/series, in order."""
+    if not config.SERIES.exists():
+        return []
+    names = []
+    for line in config.SERIES.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line)
+    files = [config.PATCHES / n for n in names]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        raise LabError(f"patches/series names missing files: {', '.join(missing)}")
+    return files
+
+
+def series_hash():
+    h = hashlib.sha256()
+    for f in series_files():
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def apply(force=False):
+    """Make WORK/src/patched = base + patches/series (git am).
+
+    The tree is left alone when it already holds exactly this series, so
+    that file mtimes, and with them incremental builds, survive.
+    """
+    stock = fetch()
+    patched = config.source_tree("patched")
+    stamp = patched / ".lab-series"
+    want = series_hash()
+    if patched.exists() and stamp.exists() and stamp.read_text().strip() == want \
+            and not force and _clean(patched):
+        say(f"series {want} already applied in {patched}")
+        return patched
+    if not patched.exists():
+        run(["git", "-C", str(stock), "worktree", "add", "-q", "-B", "patched",
+             str(patched), BASE_TAG])
+    git = ["git", "-C", str(patched)]
+    run(git + ["am", "--abort"], check=False, quiet=True, capture=True)
+    run(git + ["reset", "-q", "--hard", BASE_TAG])
+    files = series_files()
+    say(f"applying {len(files)} patches")
+    for f in files:
+        p = run(git + ["am", "-q", "--whitespace=nowarn", str(f)], check=False,
+                capture=True, quiet=True)
+        if p.returncode != 0:
+            run(git + ["am", "--abort"], check=False, quiet=True, capture=True)
+            raise LabError(f"patch does not apply: {f.name}\n{p.stdout}{p.stderr}")
+        say(f"  applied {f.name}")
+    stamp.write_text(want + "\n")
+    return patched
+
+
+def _clean(tree):
+    return out(["git", "-C", str(tree), "status", "--porcelain",
+                "--untracked-files=no"]) == ""
+
+
+def export():
+    """Write the commits base..patched of the patched tree back to patches/."""
+    patched = config.source_tree("patched")
+    if not patched.exists():
+        raise LabError("no patched tree; run 'lab source apply' first")
+    if not _clean(patched):
+        raise LabError(f"{patched} has uncommitted changes; commit them first")
+    tmp = config.WORK / "export"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    run(["git", "-C", str(patched), "format-patch", "-q", "--no-signature",
+         "--zero-commit", "--no-cover-letter", "-o", str(tmp), f"{BASE_TAG}..HEAD"])
+    for old in config.PATCHES.glob("*.patch"):
+        old.unlink()
+    names = []
+    for f in sorted(tmp.glob("*.patch")):
+        shutil.move(str(f), config.PATCHES / f.name)
+        names.append(f.name)
+    config.SERIES.write_text("".join(n + "\n" for n in names))
+    (patched / ".lab-series").write_text(series_hash() + "\n")
+    say(f"exported {len(names)} patches to {config.PATCHES}")
+    return names
+
+
+def checkpatch():
+    """checkpatch.pl --strict on every commit of the series; 0 when all clean."""
+    patched = apply()
+    commits = out(["git", "-C", str(patched), "rev-list", "--reverse",
+                   f"{BASE_TAG}..HEAD"]).split()
+    bad = 0
+    env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
+    for c in commits:
+        subject = out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
+        p = run([str(patched / "scripts/checkpatch.pl"), "--strict", "-g", c],
+                cwd=patched, env=env,
+                check=False, capture=True, quiet=True)
+        clean = p.returncode == 0
+        bad += not clean
+        say(f"checkpatch {'clean' if clean else 'NOT clean'}: {subject}")
+        if not clean:
+            print(p.stdout)
+    return 1 if bad else 0

@@ -1,0 +1,68 @@
+"""Suites: what runs in the guest, as plans (shell scripts using /lab/lib.sh).
+
+Own tests are every guest/tests/*.c program.  Upstream tests are the
+tools/testing/selftests/mm programs in image.SELFTESTS, with bounded
+arguments.  A test boot runs both in one go; a second, short boot of the
+patched kernel checks the foliobatch= boot parameter.
+"""
+
+from . import config, image
+
+# Own test program -> timeout in seconds (default 600).
+OWN_TIMEOUTS = {}
+
+# Upstream selftest -> (timeout in seconds, arguments)
+SELFTEST_ARGS = {
+    "mremap_test": (900, []),
+    "mremap_dontunmap": (300, []),
+    "cow": (1800, []),
+    "khugepaged": (1200, []),
+    "split_huge_page_test": (600, ["/mnt/xfs"]),
+    "transhuge-stress": (120, ["-d", "10", "256"]),   # 10 s over 256 MiB
+    "uffd-unit-tests": (900, []),
+    "madv_populate": (300, []),
+    "mkdirty": (300, []),
+    "soft-dirty": (300, []),
+}
+
+# Boot parameter exercised by the switches test on the patched kernel: two
+# switches off, an unknown name and a bad value that must be ignored.
+BOOT_PARAM = "foliobatch=pt_reclaim=0,unmap_batch=0,no_such_switch=1,mremap_batch=2"
+
+PROLOGUE = """. /lab/lib.sh
+# Some upstream tests (cow, uffd-unit-tests) cover hugetlb when pages exist.
+lab_sysfs /proc/sys/vm/nr_hugepages 16
+"""
+
+
+def own_tests():
+    return sorted(p.stem for p in (config.GUEST / "tests").glob("*.c"))
+
+
+def is_upstream(program):
+    return program in SELFTEST_ARGS
+
+
+def _lines(entries):
+    body = [f"lab_plan {len(entries)}"]
+    for name, timeout, argv in entries:
+        body.append(f"lab_run {name} {timeout} {' '.join(argv)}")
+    return PROLOGUE + "\n".join(body) + "\n"
+
+
+def test_plan(arch_name, own=True, upstream=True, only=None):
+    entries = []
+    if own:
+        for t in own_tests():
+            entries.append((t, OWN_TIMEOUTS.get(t, 600), [f"/lab/tests/{t}"]))
+    if upstream:
+        for t in image.selftests_for(arch_name):
+            timeout, args = SELFTEST_ARGS[t]
+            entries.append((t, timeout, [f"/lab/selftests/mm/{t}"] + args))
+    if only:
+        entries = [e for e in entries if e[0] in only]
+    return _lines(entries)
+
+
+def boot_param_plan():
+    return _lines([("switches", 120, ["/lab/tests/switches"])])

@@ -1,0 +1,59 @@
+"""Host unit tests of config fragment handling, plans and cpio lists."""
+
+import pytest
+
+from lab import build, config, image, suites
+from lab.util import LabError
+
+
+def test_fragment_parse(tmp_path):
+    f = tmp_path / "a.config"
+    f.write_text("# comment\nCONFIG_A=y\nCONFIG_B=n\n# CONFIG_C is not set\nCONFIG_D=8\n")
+    assert build.parse_fragment(f) == {"CONFIG_A": "y", "CONFIG_B": "n",
+                                       "CONFIG_C": "n", "CONFIG_D": "8"}
+
+
+def test_check_config_reports_options_that_did_not_stick(tmp_path):
+    frag = tmp_path / "f.config"
+    frag.write_text("CONFIG_A=y\nCONFIG_B=n\nCONFIG_C=y\n")
+    dot = tmp_path / ".config"
+    dot.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\n")
+    with pytest.raises(LabError) as e:
+        build.check_config(dot, [frag])
+    assert "CONFIG_C=y" in str(e.value) and "CONFIG_A" not in str(e.value)
+    dot.write_text("CONFIG_A=y\nCONFIG_C=y\n")
+    build.check_config(dot, [frag])
+
+
+def test_real_fragments_parse_and_variants():
+    for a in config.ARCHES:
+        for v in config.VARIANTS:
+            for f in build.fragments(a, v):
+                assert build.parse_fragment(f), f
+    assert len(build.fragments("arm64", "debug")) == 3
+    with pytest.raises(LabError):
+        build.fragments("arm64", "nonsense")
+
+
+def test_unknown_arch_is_a_clear_error():
+    with pytest.raises(SystemExit) as e:
+        config.arch("riscv")
+    assert "unknown arch" in str(e.value)
+
+
+def test_plan_runs_each_program_with_a_timeout():
+    plan = suites.test_plan("arm64")
+    assert plan.startswith(". /lab/lib.sh")
+    assert "lab_run soft-dirty" not in plan          # x86 only
+    assert "lab_run transhuge-stress 120 /lab/selftests/mm/transhuge-stress -d 10" in plan
+    n = sum(1 for l in plan.splitlines() if l.startswith("lab_run "))
+    assert f"lab_plan {n}" in plan
+    assert "lab_run soft-dirty" in suites.test_plan("x86_64")
+
+
+def test_cpio_list_creates_parent_dirs_once(tmp_path):
+    cl = image.CpioList()
+    cl.file("/lab/tests/a", tmp_path / "a")
+    cl.file("/lab/tests/b", tmp_path / "b")
+    dirs = [l for l in cl.lines if l.startswith("dir ")]
+    assert dirs == ["dir /lab 0755 0 0", "dir /lab/tests 0755 0 0"]
