@@ -42,3 +42,26 @@ lab_run() {
 lab_sysfs() {
 	echo "$2" > "$1" || echo "# lab: could not write '$2' to $1"
 }
+
+# lab_thp_only SIZE: anonymous THP of one size only (e.g. 64kB, 2048kB), or
+# "none" for 4 kB pages only.  Per-size "always" works whatever the
+# top-level setting is.
+lab_thp_only() {
+	thp=/sys/kernel/mm/transparent_hugepage
+	lab_sysfs $thp/enabled never
+	for f in $thp/hugepages-*/enabled; do
+		lab_sysfs "$f" never
+	done
+	[ "$1" = none ] || lab_sysfs "$thp/hugepages-$1/enabled" always
+}
+
+# lab_switch NAME VALUE: set a foliobatch switch (patched kernels only).
+lab_switch() {
+	lab_sysfs "/sys/kernel/mm/foliobatch/$1" "$2"
+}
+
+# lab_bench WORKLOAD MODE REP CMD...: one measured run, reported by benchrun.
+lab_bench() {
+	echo "BENCH-START $1 $2 $3"
+	/lab/bench/benchrun "$@"
+}

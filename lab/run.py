@@ -31,6 +31,7 @@ class Boot:
     timed_out: bool
     wall: float              # host seconds
     cmdline: list = field(default_factory=list)
+    stamps: list = field(default_factory=list)   # (host s, line) of BENCH lines
 
     def text(self):
         return self.console.read_text(errors="replace")
@@ -100,6 +101,7 @@ def _run_qemu(cmd, console, timeout, echo):
     t0 = time.monotonic()
     ready = timed_out = False
     code = None
+    stamps = []
     with open(console, "w") as log:
         log.write("# " + " ".join(cmd) + "\n")
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -124,6 +126,8 @@ def _run_qemu(cmd, console, timeout, echo):
             for raw in lines:
                 line = raw.decode(errors="replace").rstrip("\r")
                 log.write(line + "\n")
+                if line.startswith("BENCH"):
+                    stamps.append((time.monotonic() - t0, line))
                 if line.startswith(READY):
                     ready = True
                 m = EXIT_RE.search(line)
@@ -137,7 +141,8 @@ def _run_qemu(cmd, console, timeout, echo):
         p.wait()
         if timed_out:
             log.write(f"\n# lab: killed after {timeout}s\n")
-    return Boot(console, code, ready, timed_out, time.monotonic() - t0, cmd)
+    return Boot(console, code, ready, timed_out, time.monotonic() - t0, cmd,
+                stamps)
 
 
 def kvm_works(arch_name, kernel):

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dirtyreclaim - the seed 002 workload, scaled: stress-ng --vm workers
+ * keep writing a working set four times larger than their memory cgroup's
+ * limit, so reclaim keeps unmapping dirty anonymous folios and swapping
+ * them out.  A fixed operation count makes throughput comparable.
+ *
+ *   dirtyreclaim [WORKERS] [TOTAL_MB] [OPS]     (default 2, 256 MB, 200)
+ *
+ * Prints METRIC time_ns (stress-ng's whole run), bogo_ops, limit_kb and the
+ * number of OOM kills in the cgroup (which must be 0 for a valid run).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lab.h"
+
+#define CG	"bench-dirtyreclaim"
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long oom_kills(void)
+{
+	char buf[1024], *p;
+
+	if (lab_read_file(LAB_CGROUP_ROOT "/" CG "/memory.events", buf,
+			  sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, "oom_kill ");
+	return p ? atol(p + 9) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	long workers = argc > 1 ? atol(argv[1]) : 2;
+	long total = argc > 2 ? atol(argv[2]) : 256;
+	long ops = argc > 3 ? atol(argv[3]) : 200;
+	char w[16], bytes[32], o[32], limit[32];
+	long long t0, t1;
+	int status;
+	pid_t pid;
+
+	snprintf(w, sizeof(w), "%ld", workers);
+	snprintf(bytes, sizeof(bytes), "%ldM", total / workers);
+	snprintf(o, sizeof(o), "%ld", ops);
+	snprintf(limit, sizeof(limit), "%ldM", total / 4);
+	if (lab_cg_enable_memory() || lab_cg_create(CG) ||
+	    lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max", limit) ||
+	    lab_cg_move(CG, 0)) {
+		fprintf(stderr, "dirtyreclaim: cannot set up cgroup %s\n", CG);
+		return 1;
+	}
+	t0 = now_ns();
+	pid = fork();
+	if (!pid) {
+		execl("/usr/bin/stress-ng", "stress-ng", "--vm", w, "--vm-bytes",
+		      bytes, "--vm-keep", "--vm-ops", o, "--timeout", "0",
+		      "--quiet", (char *)NULL);
+		perror("exec stress-ng");
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	t1 = now_ns();
+	printf("METRIC time_ns %lld\n", t1 - t0);
+	printf("METRIC bogo_ops %ld\n", ops * workers);
+	printf("METRIC limit_kb %ld\n", total / 4 * 1024);
+	printf("METRIC oom_kills %ld\n", oom_kills());
+	lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0");
+	lab_cg_remove(CG);
+	return !WIFEXITED(status) || WEXITSTATUS(status);
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * filereclaim - the seed 000/003 workload, scaled: map SIZE_MB of clean
+ * file folios on XFS from a memory cgroup and reclaim PERCENT of them with
+ * memory.reclaim.
+ *
+ *   filereclaim [SIZE_MB] [PERCENT]     (default 256 MB, 80 %)
+ *
+ * The file is written, synced and dropped from the page cache first, then
+ * mapped shared read-only and read page by page, so its folios are clean,
+ * large (XFS readahead) and mapped with young PTEs when reclaim starts.
+ * Only the memory.reclaim write is timed (METRIC time_ns).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lab.h"
+
+#define CG	"bench-filereclaim"
+#define FILE_PATH "/mnt/xfs/bench-filereclaim"
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int make_file(size_t size)
+{
+	static char buf[1 << 20];
+	int fd = open(FILE_PATH, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0)
+		return -1;
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t done = 0; done < size; done += sizeof(buf))
+		if (write(fd, buf, sizeof(buf)) != sizeof(buf))
+			return -1;
+	if (fsync(fd))
+		return -1;
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	size_t size = (argc > 1 ? atol(argv[1]) : 256) << 20;
+	long percent = argc > 2 ? atol(argv[2]) : 80;
+	unsigned long cur0, cur1;
+	long rss0, rss1;
+	long long t0, t1;
+	char amount[32];
+	volatile char sum = 0;
+	char *map;
+	int fd, err;
+
+	if (!lab_is_mounted("/mnt/xfs", "xfs")) {
+		fprintf(stderr, "filereclaim: /mnt/xfs is not XFS\n");
+		return 1;
+	}
+	if (lab_cg_enable_memory() || lab_cg_create(CG) || lab_cg_move(CG, 0)) {
+		fprintf(stderr, "filereclaim: cannot set up cgroup %s\n", CG);
+		return 1;
+	}
+	fd = make_file(size);
+	if (fd < 0) {
+		perror("filereclaim: write " FILE_PATH);
+		return 1;
+	}
+	lab_write_file("/proc/sys/vm/drop_caches", "3");
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	madvise(map, size, MADV_SEQUENTIAL);
+	for (size_t off = 0; off < size; off += 4096)
+		sum += map[off];
+
+	lab_cg_memory_current(CG, &cur0);
+	rss0 = lab_status_kb("RssFile");
+	snprintf(amount, sizeof(amount), "%zuM", (size >> 20) * percent / 100);
+	t0 = now_ns();
+	err = lab_cg_reclaim(CG, amount);
+	t1 = now_ns();
+	lab_cg_memory_current(CG, &cur1);
+	rss1 = lab_status_kb("RssFile");
+	if (err && err != -EAGAIN)
+		fprintf(stderr, "filereclaim: memory.reclaim: %s\n", strerror(-err));
+
+	printf("METRIC time_ns %lld\n", t1 - t0);
+	printf("METRIC size_mb %zu\n", size >> 20);
+	printf("METRIC reclaim_complete %d\n", err == 0);
+	printf("METRIC charged_before_kb %lu\n", cur0 >> 10);
+	printf("METRIC charged_after_kb %lu\n", cur1 >> 10);
+	printf("METRIC rssfile_before_kb %ld\n", rss0);
+	printf("METRIC rssfile_after_kb %ld\n", rss1);
+
+	munmap(map, size);
+	close(fd);
+	unlink(FILE_PATH);
+	lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0");
+	lab_cg_remove(CG);
+	return err && err != -EAGAIN;
+}

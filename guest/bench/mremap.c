@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mremap - the seed 001 program: map SIZE of private anonymous memory at
+ * 1 GB, memset it, mremap it to its own end (MREMAP_FIXED), unmap; ITERS
+ * times.
+ *
+ *   mremap [SIZE_KB] [ITERS]     (default 1024 KB, 10000 times)
+ *
+ * The folio size comes from the THP/mTHP knobs the caller sets: 64 KB mTHP,
+ * 4 KB pages (all off) or 2 MB THP (with SIZE_KB 2048).  Prints the loop's
+ * time as METRIC time_ns.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	size_t size = (argc > 1 ? atol(argv[1]) : 1024) << 10;
+	long iters = argc > 2 ? atol(argv[2]) : 10000;
+	long long t0, t1;
+
+	t0 = now_ns();
+	for (long i = 0; i < iters; i++) {
+		char *addr, *new_addr;
+
+		addr = mmap((void *)(1UL << 30), size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (addr == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		memset(addr, 0xaa, size);
+		new_addr = mremap(addr, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
+				  addr + size);
+		if (new_addr != addr + size) {
+			perror("mremap");
+			return 1;
+		}
+		if (new_addr[size - 1] != (char)0xaa) {
+			fprintf(stderr, "mremap: data lost in the move\n");
+			return 1;
+		}
+		munmap(new_addr, size);
+	}
+	t1 = now_ns();
+	printf("METRIC time_ns %lld\n", t1 - t0);
+	printf("METRIC iterations %ld\n", iters);
+	return 0;
+}

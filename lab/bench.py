@@ -1,0 +1,267 @@
+"""Bench: each seed's workload with its switch off and on, and on stock.
+
+One boot of the patched kernel per arch runs every workload in every mode
+(switch settings), alternating the order of modes from one repeat to the
+next; one boot of the stock kernel runs every workload once per repeat, to
+show that "off" is stock.  Both boots use -icount shift=0,sleep=off, so
+CLOCK_MONOTONIC in the guest counts instructions ("instruction-time").
+More boots follow for the measurements whose spread is still over 1%, up to
+a cap.  Each run is saved as JSON; report.py makes the tables and plots.
+"""
+
+import json
+import re
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from . import build, config, image, report, run, source
+from .util import LabError, Timer, say, warn
+
+
+@dataclass
+class Workload:
+    name: str
+    what: str                     # one line for the report
+    modes: dict                   # mode -> {switch: 0|1}
+    setup: str                    # guest shell run before each measured run
+    argv: list                    # full scale
+    quick: list                   # --quick scale
+    scale: str                    # human description of the full scale
+    quick_scale: str
+    seed: str = ""                # the seed's figure for the same metric
+    metrics: list = field(default_factory=list)  # (label, source, key)
+
+    def switches(self):
+        return sorted({s for m in self.modes.values() for s in m})
+
+
+def _onoff(switch, **others):
+    return {"off": {switch: 0, **others}, "on": {switch: 1, **others}}
+
+
+MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
+WORKLOADS = [
+    Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
+             _onoff("pt_reclaim"), "lab_thp_only none",
+             ["/lab/bench/ptreclaim", "4096"], ["/lab/bench/ptreclaim", "1024"],
+             "4096 regions of 2 MB", "1024 regions of 2 MB",
+             "VmPTE 102640 kB -> 240 kB (25600 regions)",
+             [("VmPTE after (kB)", "metrics", "vmpte_after_kb")]),
+    Workload("mremap-64k", "seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
+             _onoff("mremap_batch"), "lab_thp_only 64kB",
+             ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
+             "10000 iterations", "1000 iterations", MREMAP_SEED,
+             [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")]),
+    Workload("mremap-4k", "seed 001 program with 4 KB pages only",
+             _onoff("mremap_batch"), "lab_thp_only none",
+             ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
+             "10000 iterations", "1000 iterations", "no regression"),
+    Workload("mremap-2m", "seed 001 program on 2 MB, PMD-mapped THP",
+             _onoff("mremap_batch"), "lab_thp_only 2048kB",
+             ["/lab/bench/mremap", "2048", "5000"], ["/lab/bench/mremap", "2048", "500"],
+             "5000 iterations", "500 iterations", "no regression",
+             [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
+    Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
+             _onoff("mremap_batch"), "lab_thp_only none",
+             ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
+              "--timeout", "0", "--quiet"],
+             ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "1000",
+              "--timeout", "0", "--quiet"],
+             "4000 bogo ops", "1000 bogo ops",
+             "x86: -37% bigheap throughput before the pte_batch_hint() fix"),
+    Workload("file-reclaim", "seed 000: map clean XFS large folios in a memcg, "
+             "memory.reclaim 80%",
+             {"off": {"referenced_batch": 0, "unmap_batch": 0},
+              "referenced": {"referenced_batch": 1, "unmap_batch": 0},
+              "unmap": {"referenced_batch": 0, "unmap_batch": 1},
+              "on": {"referenced_batch": 1, "unmap_batch": 1}},
+             "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
+             ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
+             "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
+             "young batching -33% arm64 / -10% x86; batched unmap -75% arm64 / -50% x86",
+             [("pgsteal_file", "vmstat", "pgsteal_file"),
+              ("pgscan_file", "vmstat", "pgscan_file")]),
+    Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
+             _onoff("mglru_young_batch", referenced_batch=1, unmap_batch=1),
+             "lab_sysfs /sys/kernel/mm/lru_gen/enabled y",
+             ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
+             "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
+             "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
+             [("pgsteal_file", "vmstat", "pgsteal_file")]),
+    Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg limited to a "
+             "quarter of its working set, swap on",
+             _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "
+             "lab_thp_only none",
+             ["/lab/bench/dirtyreclaim", "2", "512", "400"],
+             ["/lab/bench/dirtyreclaim", "2", "256", "100"],
+             "2 workers, 512 MB in a 128 MB memcg, 400 ops each",
+             "2 workers, 256 MB in a 64 MB memcg, 100 ops each",
+             "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
+             [("TLB shootdowns (x86)", "irq", "TLB"),
+              ("function-call IPIs (x86)", "irq", "CAL"),
+              ("IPI1 function call (arm64)", "irq", "IPI1"),
+              ("nr_tlb_remote_flush", "vmstat", "nr_tlb_remote_flush"),
+              ("pswpout", "vmstat", "pswpout")]),
+]
+BY_NAME = {w.name: w for w in WORKLOADS}
+
+SPREAD_TARGET = 0.01
+
+
+def in_series(switch):
+    """Is a switch wired by some patch of the series (not only declared)?"""
+    pat = re.compile(rf"^\+.*foliobatch_enabled\({switch}\)", re.M)
+    return any(pat.search(p.read_text(errors="replace")) for p in source.series_files())
+
+
+def plan(workloads, reps, flavour, quick, rep0=0):
+    lines = [". /lab/lib.sh", "swapon -s >/dev/null 2>&1", "cd /tmp"]
+    for r in range(rep0, rep0 + reps):
+        for w in workloads:
+            argv = " ".join(w.quick if quick else w.argv)
+            modes = list(w.modes) if flavour == "patched" else ["stock"]
+            if r % 2:
+                modes.reverse()
+            for m in modes:
+                lines.append(w.setup)
+                if flavour == "patched":
+                    for sw, v in sorted(w.modes[m].items()):
+                        lines.append(f"lab_switch {sw} {v}")
+                lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+                lines.append(f"lab_bench {w.name} {m} {r} -- {argv}")
+        if flavour == "patched":
+            for sw in sorted({s for w in workloads for s in w.switches()}):
+                lines.append(f"lab_switch {sw} 1")
+    return "\n".join(lines) + "\nexit 0\n"
+
+
+def qemu_version(arch_name):
+    a = config.arch(arch_name)
+    p = subprocess.run([a.qemu, "--version"], capture_output=True, text=True)
+    return p.stdout.splitlines()[0] if p.returncode == 0 else "unknown"
+
+
+def parse_runs(boot, meta):
+    """BENCH lines of a boot -> run records, with host wall time per run."""
+    runs = []
+    start = None
+    for t, line in boot.stamps:
+        if line.startswith("BENCH-START"):
+            start = t
+        elif line.startswith("BENCH {"):
+            rec = json.loads(line[len("BENCH "):])
+            rec["wall_s"] = round(t - start, 3) if start is not None else None
+            rec.update(meta)
+            runs.append(rec)
+            start = None
+    return runs
+
+
+def instr_time(rec):
+    """The measured phase's instruction-time in ns (the workload's own
+    time_ns, or benchrun's whole-run time for programs without one)."""
+    return rec["metrics"].get("time_ns", rec["total_ns"])
+
+
+def spread(values):
+    med = statistics.median(values)
+    return (max(values) - min(values)) / med if med else 0.0
+
+
+def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_base):
+    kernel = build.image_path(arch_name, "default", flavour)
+    name = f"{arch_name}-bench-{flavour}-r{rep0}"
+    say(f"bench boot {name}: {len(workloads)} workloads x {reps} repeats")
+
+    def echo(line):
+        if line.startswith("BENCH {"):
+            rec = json.loads(line[6:])
+            say(f"  {arch_name}/{flavour} {rec['workload']:20} {rec['mode']:10} "
+                f"rep {rec['rep']}: {instr_time(rec) / 1e9:.4f} s instruction-time"
+                f"{'' if rec['exit'] == 0 else ' EXIT ' + str(rec['exit'])}")
+        elif line.startswith(("LAB-", "lab: ")) or "Kernel panic" in line:
+            say(f"  [{name}] {line}")
+
+    b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0),
+                 {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
+                 name, mem_mb=2048, cpus=2, icount=True, timeout=4 * 3600,
+                 swap_mb=2048, xfs_mb=3072 if not quick else 1024, echo=echo)
+    if not b.ready or b.exit_code is None:
+        raise LabError(f"bench boot {name} did not complete (console: {b.console})")
+    m = re.search(r"LAB-READY: (\S+)", b.text())
+    meta = dict(meta_base, flavour=flavour, kernel=m.group(1) if m else "unknown",
+                console=str(b.console))
+    runs = parse_runs(b, meta)
+    for rec in runs:
+        w = BY_NAME[rec["workload"]]
+        rec["scale"] = w.quick_scale if quick else w.scale
+        f = outdir / "runs" / (f"{arch_name}-{flavour}-{rec['workload']}-{rec['mode']}"
+                               f"-r{rec['rep']}.json")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(rec, indent=1))
+    bad = [r for r in runs if r["exit"] != 0]
+    for r in bad:
+        warn(f"{arch_name}/{flavour} {r['workload']} {r['mode']} rep {r['rep']} "
+             f"exited {r['exit']}; its numbers are excluded")
+    return [r for r in runs if r["exit"] == 0]
+
+
+def main(arches, workloads=None, quick=False, repeats=None):
+    t = Timer()
+    names = workloads or [w.name for w in WORKLOADS]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise LabError(f"unknown workload(s): {', '.join(unknown)} "
+                       f"(known: {', '.join(BY_NAME)})")
+    chosen = [BY_NAME[n] for n in names]
+    first = 2 if quick else 3
+    cap = repeats or (3 if quick else 7)
+    first = min(first, cap)
+    source.apply()
+    outdir = config.WORK / "results" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
+    outdir.mkdir(parents=True)
+    for w in chosen:
+        missing = [s for s in w.switches() if not in_series(s)]
+        if missing:
+            warn(f"{w.name}: {', '.join(missing)} not in the series yet; the "
+                 "workload runs but measures stock 6.12 in every mode")
+    all_runs = []
+    for arch_name in arches:
+        for flavour in config.FLAVOURS:
+            build.build(arch_name, "default", flavour)
+        image.build(arch_name)
+        meta = {"arch": arch_name, "qemu": qemu_version(arch_name),
+                "config_hash": build.config_hash(arch_name, "default"),
+                "series_hash": source.series_hash(), "source": source.base_version(),
+                "quick": quick, "icount": "shift=0,sleep=off"}
+        runs = []
+        for flavour in ("patched", "stock"):
+            runs += boot_bench(arch_name, flavour, chosen, first, quick, 0, outdir, meta)
+        done = first
+        while done < cap:
+            noisy = []
+            for w in chosen:
+                for flavour, modes in (("patched", list(w.modes)), ("stock", ["stock"])):
+                    for m in modes:
+                        vals = [instr_time(r) for r in runs if r["workload"] == w.name
+                                and r["flavour"] == flavour and r["mode"] == m]
+                        if len(vals) < 2 or spread(vals) > SPREAD_TARGET:
+                            noisy.append((w, flavour))
+            if not noisy:
+                break
+            more = min(2, cap - done)
+            for flavour in ("patched", "stock"):
+                ws = [w for w in chosen if (w, flavour) in noisy]
+                if ws:
+                    say(f"{arch_name}/{flavour}: spread over {SPREAD_TARGET:.0%} for "
+                        f"{', '.join(w.name for w in ws)}; {more} more repeat(s)")
+                    runs += boot_bench(arch_name, flavour, ws, more, quick, done,
+                                       outdir, meta)
+            done += more
+        all_runs += runs
+    (outdir / "runs.json").write_text(json.dumps(all_runs, indent=1))
+    page = report.write(outdir, all_runs, chosen, arches, in_series)
+    say(f"bench done in {t}: {page}")
+    return 0

@@ -1,0 +1,205 @@
+"""Report: Markdown tables, PNG plots and one HTML page from bench runs."""
+
+import html
+import statistics
+from collections import defaultdict
+
+from .util import say
+
+OFF_VS_STOCK_TOLERANCE = 0.02   # instruction-time, relative
+
+
+def _instr(rec):
+    return rec["metrics"].get("time_ns", rec["total_ns"])
+
+
+def _value(rec, source, key):
+    if source == "metrics":
+        return rec["metrics"].get(key, 0)
+    return rec.get(source, {}).get(key, 0)
+
+
+def summarize(runs):
+    """(arch, workload, flavour, mode) -> list of runs."""
+    groups = defaultdict(list)
+    for r in runs:
+        groups[(r["arch"], r["workload"], r["flavour"], r["mode"])].append(r)
+    return groups
+
+
+def _stats(values):
+    if not values:
+        return None
+    med = statistics.median(values)
+    spread = (max(values) - min(values)) / med if med else 0.0
+    return med, spread, len(values)
+
+
+def _fmt_time(st):
+    if not st:
+        return "-"
+    med, spread, n = st
+    return f"{med / 1e9:.4f} s ±{spread * 50:.2f}% (n={n})"
+
+
+def _fmt_num(st):
+    if not st:
+        return "-"
+    med, spread, n = st
+    return f"{med:,.0f}" if spread == 0 else f"{med:,.0f} (±{spread * 50:.1f}%)"
+
+
+def _change(a, b):
+    if not a or not b or not a[0]:
+        return "-"
+    return f"{(b[0] - a[0]) / a[0] * 100:+.1f}%"
+
+
+def metric_rows(w):
+    rows = [("instruction-time", lambda r: _instr(r), _fmt_time),
+            ("TCG wall time (s)", lambda r: r.get("wall_s") or 0,
+             lambda st: "-" if not st else f"{st[0]:.1f}")]
+    for label, source, key in w.metrics:
+        rows.append((label, lambda r, s=source, k=key: _value(r, s, k), _fmt_num))
+    if w.name == "dirty-reclaim":
+        rows.append(("bogo ops per instruction-second",
+                     lambda r: r["metrics"].get("bogo_ops", 0) / (_instr(r) / 1e9),
+                     lambda st: "-" if not st else f"{st[0]:.1f}"))
+    return rows
+
+
+def off_vs_stock(groups, arch, w):
+    """Does switch-off behave like stock: time within tolerance, counters equal?"""
+    off = groups.get((arch, w.name, "patched", "off"), [])
+    stock = groups.get((arch, w.name, "stock", "stock"), [])
+    if not off or not stock:
+        return "not measured", False
+    t_off = statistics.median(_instr(r) for r in off)
+    t_stock = statistics.median(_instr(r) for r in stock)
+    dt = (t_off - t_stock) / t_stock if t_stock else 0.0
+    diffs = []
+    for label, source, key in w.metrics:
+        a = statistics.median(_value(r, source, key) for r in off)
+        b = statistics.median(_value(r, source, key) for r in stock)
+        if abs(a - b) > 0.01 * max(abs(b), 1):
+            diffs.append(f"{label} {a:,.0f} vs {b:,.0f}")
+    ok = abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
+    text = f"instruction-time {dt * 100:+.2f}%" + ("; " + "; ".join(diffs) if diffs else
+                                                  "; counters equal")
+    return text, ok
+
+
+def markdown(groups, workloads, arch, in_series):
+    out = [f"### {arch}", "",
+           "| workload | metric | stock | switch off | mode | switch on | change | seed |",
+           "|---|---|---|---|---|---|---|---|"]
+    checks = []
+    for w in workloads:
+        if not any(k[0] == arch and k[1] == w.name for k in groups):
+            continue
+        missing = [s for s in w.switches() if not in_series(s)]
+        name = w.name + (" (not in series: stock in every mode)" if missing else "")
+        for label, fn, fmt in metric_rows(w):
+            st = lambda fl, m: _stats([fn(r) for r in groups.get((arch, w.name, fl, m), [])])
+            stock, off = st("stock", "stock"), st("patched", "off")
+            for mode in [m for m in w.modes if m != "off"]:
+                on = st("patched", mode)
+                seed = w.seed if label == "instruction-time" and mode == "on" else ""
+                out.append(f"| {name} | {label} | {fmt(stock)} | {fmt(off)} | {mode} | "
+                           f"{fmt(on)} | {_change(off, on)} | {seed} |")
+        text, ok = off_vs_stock(groups, arch, w)
+        checks.append(f"| {w.name} | {'OK' if ok else 'DIFFERS'} | {text} |")
+    out += ["", f"Switch off against stock ({arch}; OK = instruction-time within "
+            f"{OFF_VS_STOCK_TOLERANCE:.0%} and counters equal):", "",
+            "| workload | check | detail |", "|---|---|---|"] + checks
+    return "\n".join(out) + "\n"
+
+
+def plot(groups, workloads, arch, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ws = [w for w in workloads if any(k[0] == arch and k[1] == w.name for k in groups)]
+    if not ws:
+        return None
+    fig, axes = plt.subplots(1, len(ws), figsize=(3.2 * len(ws), 3.6), squeeze=False)
+    for ax, w in zip(axes[0], ws):
+        labels, meds, lo, hi = [], [], [], []
+        for fl, m in [("stock", "stock")] + [("patched", m) for m in w.modes]:
+            vals = [_instr(r) / 1e9 for r in groups.get((arch, w.name, fl, m), [])]
+            if not vals:
+                continue
+            med = statistics.median(vals)
+            labels.append(m)
+            meds.append(med)
+            lo.append(med - min(vals))
+            hi.append(max(vals) - med)
+        ax.bar(labels, meds, yerr=[lo, hi], capsize=3,
+               color=["#999999"] + ["#4477aa"] * (len(labels) - 1))
+        ax.set_title(w.name, fontsize=9)
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        ax.set_ylabel("instruction-time (s)", fontsize=8)
+    fig.suptitle(f"{arch}: median instruction-time, min-max bars")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _md_table_to_html(md):
+    out, in_table = [], False
+    for line in md.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if all(set(c) <= {"-"} for c in cells):
+                continue
+            tag = "th" if not in_table else "td"
+            if not in_table:
+                out.append("<table>")
+                in_table = True
+            out.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>"
+                                        for c in cells) + "</tr>")
+        else:
+            if in_table:
+                out.append("</table>")
+                in_table = False
+            if line.startswith("### "):
+                out.append(f"<h2>{html.escape(line[4:])}</h2>")
+            elif line.strip():
+                out.append(f"<p>{html.escape(line)}</p>")
+    if in_table:
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def write(outdir, runs, workloads, arches, in_series):
+    groups = summarize(runs)
+    md = ["# foliobatch bench", "",
+          "Instruction-time: guest CLOCK_MONOTONIC under qemu -icount "
+          "shift=0,sleep=off (1 ns per guest instruction), median of n runs, "
+          "± half the min-max spread. TCG wall time beside it. Change: switch "
+          "on (or the named mode) against switch off on the same kernel and boot.", ""]
+    for w in workloads:
+        scale = next((r["scale"] for r in runs if r["workload"] == w.name), "")
+        md.append(f"- **{w.name}**: {w.what}; scale: {scale}")
+    md.append("")
+    pngs = []
+    for arch in arches:
+        md.append(markdown(groups, workloads, arch, in_series))
+        png = plot(groups, workloads, arch, outdir / f"{arch}.png")
+        if png:
+            pngs.append(png)
+            md.append(f"![{arch}]({png.name})\n")
+    text = "\n".join(md)
+    (outdir / "report.md").write_text(text)
+    body = _md_table_to_html(text)
+    imgs = "".join(f'<img src="{p.name}" style="max-width:100%">' for p in pngs)
+    (outdir / "report.html").write_text(
+        "<!doctype html><meta charset=utf-8><title>foliobatch bench</title>"
+        "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+        "padding:3px 6px}</style>" + body + imgs)
+    print(text)
+    say(f"report: {outdir / 'report.md'}, {outdir / 'report.html'}")
+    return outdir / "report.html"
