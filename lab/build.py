@@ -161,3 +161,44 @@ def build(arch_name, variant="default", flavour="patched", jobs=None):
 def image_path(arch_name, variant="default", flavour="patched"):
     a = config.arch(arch_name)
     return config.build_dir(arch_name, variant, flavour) / a.image
+
+
+def each_commit(arch_name, variant="default"):
+    """Build every commit of the series in a scratch worktree (bisectability).
+
+    The worktree WORK/src/bisect shares the repository of the source trees;
+    its build directory is a direct child of it, so ccache hits what the
+    stock and patched builds compiled.  Returns the list of failed commits.
+    """
+    from . import source
+    patched = source.apply()
+    tree = config.source_tree("bisect")
+    if not tree.exists():
+        run(["git", "-C", str(patched), "worktree", "add", "-q", "--detach",
+             str(tree), source.BASE_TAG])
+    commits = source.out(["git", "-C", str(patched), "rev-list", "--reverse",
+                          f"{source.BASE_TAG}..HEAD"]).split()
+    a = config.arch(arch_name)
+    out = tree / f"out-{arch_name}-{variant}"
+    failed = []
+    for c in commits:
+        subject = source.out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
+        run(["git", "-C", str(tree), "checkout", "-q", "--detach", c], quiet=True)
+        log = config.log_dir() / f"bisect-{arch_name}-{c[:12]}.log"
+        log.write_text("")
+        out.mkdir(parents=True, exist_ok=True)
+        frags = fragments(arch_name, variant)
+        env = dict(os.environ, **BUILD_ENV)
+        base = make_cmd(a, tree, out, "bisect")
+        if not (out / ".config").exists():
+            run(base + ["tinyconfig"], env=env, log=log)
+            run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
+                 str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
+        run(base + ["olddefconfig"], env=env, log=log)
+        p = run(base, env=env, log=log, check=False)
+        ok = p.returncode == 0
+        say(f"{'builds' if ok else 'FAILS '} {arch_name}: {c[:12]} {subject}")
+        if not ok:
+            print(first_error(log))
+            failed.append(c)
+    return failed

@@ -53,6 +53,11 @@ def cmd_source(args):
 
 def cmd_build(args):
     from . import build, source
+    if args.each_commit:
+        failed = []
+        for a in _arches(args):
+            failed += build.each_commit(a, args.variant)
+        return 1 if failed else 0
     source.apply()
     for a in _arches(args):
         for f in _flavours(args):
@@ -134,6 +139,8 @@ def parser():
 
     sp = sub.add_parser("build", help="build kernels; prints image paths")
     common(sp)
+    sp.add_argument("--each-commit", action="store_true",
+                    help="build every commit of the series (bisectability)")
     sp.set_defaults(fn=cmd_build)
 
     sp = sub.add_parser("kernel", help="print the path of a built kernel image")

@@ -46,7 +46,7 @@ def _fmt_num(st):
     if not st:
         return "-"
     med, spread, n = st
-    return f"{med:,.0f}" if spread == 0 else f"{med:,.0f} (±{spread * 50:.1f}%)"
+    return f"{med:,.0f}" if spread < 0.001 else f"{med:,.0f} (±{spread * 50:.1f}%)"
 
 
 def _change(a, b):

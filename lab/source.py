@@ -144,21 +144,38 @@ def series_hash():
     return h.hexdigest()[:16]
 
 
+def _head(tree):
+    return out(["git", "-C", str(tree), "rev-parse", "HEAD"])
+
+
 def apply(force=False):
     """Make WORK/src/patched = base + patches/series (git am).
 
     The tree is left alone when it already holds exactly this series, so
-    that file mtimes, and with them incremental builds, survive.
+    that file mtimes, and with them incremental builds, survive.  Work in
+    progress is never thrown away silently: uncommitted changes, or commits
+    that were not exported to patches/, stop the command unless force=True.
     """
     stock = fetch()
     patched = config.source_tree("patched")
     stamp = patched / ".lab-series"
     want = series_hash()
-    if patched.exists() and stamp.exists() and stamp.read_text().strip() == want \
-            and not force and _clean(patched):
-        say(f"series {want} already applied in {patched}")
-        return patched
-    if not patched.exists():
+    if patched.exists():
+        have, head = (stamp.read_text().split() + ["", ""])[:2] if stamp.exists() \
+            else ("", "")
+        if not force:
+            if not _clean(patched):
+                raise LabError(f"{patched} has uncommitted changes; commit them and "
+                               "run 'lab source export', or discard them with "
+                               "'lab source apply --force'")
+            if head and _head(patched) != head:
+                raise LabError(f"{patched} has commits that are not in patches/; "
+                               "run 'lab source export', or discard them with "
+                               "'lab source apply --force'")
+            if have == want:
+                say(f"series {want} already applied in {patched}")
+                return patched
+    else:
         run(["git", "-C", str(stock), "worktree", "add", "-q", "-B", "patched",
              str(patched), BASE_TAG])
     git = ["git", "-C", str(patched)]
@@ -173,8 +190,12 @@ def apply(force=False):
             run(git + ["am", "--abort"], check=False, quiet=True, capture=True)
             raise LabError(f"patch does not apply: {f.name}\n{p.stdout}{p.stderr}")
         say(f"  applied {f.name}")
-    stamp.write_text(want + "\n")
+    _stamp(patched)
     return patched
+
+
+def _stamp(patched):
+    (patched / ".lab-series").write_text(f"{series_hash()} {_head(patched)}\n")
 
 
 def _clean(tree):
@@ -193,7 +214,7 @@ def export():
     if tmp.exists():
         shutil.rmtree(tmp)
     run(["git", "-C", str(patched), "format-patch", "-q", "--no-signature",
-         "--zero-commit", "--no-cover-letter", "-o", str(tmp), f"{BASE_TAG}..HEAD"])
+         "--zero-commit", "--no-numbered", "--no-cover-letter", "-o", str(tmp), f"{BASE_TAG}..HEAD"])
     for old in config.PATCHES.glob("*.patch"):
         old.unlink()
     names = []
@@ -201,7 +222,7 @@ def export():
         shutil.move(str(f), config.PATCHES / f.name)
         names.append(f.name)
     config.SERIES.write_text("".join(n + "\n" for n in names))
-    (patched / ".lab-series").write_text(series_hash() + "\n")
+    _stamp(patched)
     say(f"exported {len(names)} patches to {config.PATCHES}")
     return names
 

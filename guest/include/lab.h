@@ -25,6 +25,18 @@
 
 #define LAB_CGROUP_ROOT		"/sys/fs/cgroup"
 
+/* Bits of a /proc/self/pagemap entry, see Documentation/admin-guide/mm. */
+#define LAB_PM_PFN_MASK		((1ULL << 55) - 1)
+#define LAB_PM_SOFT_DIRTY	(1ULL << 55)
+#define LAB_PM_MMAP_EXCLUSIVE	(1ULL << 56)
+#define LAB_PM_UFFD_WP		(1ULL << 57)
+#define LAB_PM_FILE		(1ULL << 61)
+#define LAB_PM_SWAP		(1ULL << 62)
+#define LAB_PM_PRESENT		(1ULL << 63)
+
+#define LAB_THP_DIR		"/sys/kernel/mm/transparent_hugepage"
+#define LAB_THP_MAX_SIZES	16
+
 /**
  * lab_read_file() - read a small sysfs or procfs file into a string
  * @path: file to read
@@ -94,6 +106,41 @@ int lab_pagemap_pfn(int pagemap_fd, const void *addr, uint64_t *pfn);
 int lab_kpageflags(int kpageflags_fd, uint64_t pfn, uint64_t *flags);
 
 /**
+ * lab_pagemap_read() - read the pagemap entries of consecutive pages
+ * @pagemap_fd: open file descriptor of /proc/self/pagemap
+ * @addr: any address in the first page
+ * @nr: number of pages
+ * @entries: @nr raw entries, see LAB_PM_*; the PFN field reads as 0 when
+ *           the caller lacks CAP_SYS_ADMIN
+ *
+ * Return: 0, -EIO on a short read, or -errno.
+ */
+int lab_pagemap_read(int pagemap_fd, const void *addr, size_t nr,
+		     uint64_t *entries);
+
+/**
+ * lab_folio_mapped_size() - measure the large folio mapped at an address
+ * @pagemap_fd: open file descriptor of /proc/self/pagemap
+ * @kpageflags_fd: open file descriptor of /proc/kpageflags
+ * @addr: page-aligned address
+ * @max: bytes to look at from @addr, at most
+ * @size: how many bytes from @addr, up to @max, map consecutive pages of the
+ *        large folio whose head page @addr maps: the head, then compound
+ *        tails with consecutive PFNs.  The page size when @addr maps a small
+ *        page, 0 when it maps a compound tail (not the start of a folio).
+ *
+ * The scan stops at the first page that is not a compound tail with the
+ * next PFN, so a folio of S bytes whose head @addr maps gives *@size == S
+ * for any @max > S.
+ *
+ * Return: 0, -EINVAL if @max is less than a page, -ENOENT if @addr is not
+ * present, -EPERM if the kernel hid the PFN (the caller lacks
+ * CAP_SYS_ADMIN), or -errno.
+ */
+int lab_folio_mapped_size(int pagemap_fd, int kpageflags_fd, const void *addr,
+			  size_t max, size_t *size);
+
+/**
  * struct lab_knob - a saved sysfs or procfs setting
  * @path: the file
  * @saved: its value when saved; for multiple-choice files such as
@@ -122,6 +169,54 @@ int lab_knob_save(struct lab_knob *knob, const char *path);
  * Return: 0 or -errno.
  */
 int lab_knob_restore(const struct lab_knob *knob);
+
+/**
+ * struct lab_thp - saved anonymous THP and mTHP 'enabled' settings
+ * @top: LAB_THP_DIR/enabled
+ * @size: hugepages-<size>kB/enabled of every size that has one
+ * @nr: number of saved entries in @size
+ */
+struct lab_thp {
+	struct lab_knob top;
+	struct lab_knob size[LAB_THP_MAX_SIZES];
+	int nr;
+};
+
+/**
+ * lab_thp_save() - remember the top-level and every per-size THP setting
+ * @thp: where to save them
+ *
+ * Sizes without an 'enabled' file (page cache only) are left out.
+ *
+ * Return: 0, -E2BIG if there are more than LAB_THP_MAX_SIZES sizes, or
+ * -errno.  Whatever was saved before a failure is still restored by
+ * lab_thp_restore().
+ */
+int lab_thp_save(struct lab_thp *thp);
+
+/**
+ * lab_thp_only() - make anonymous faults allocate folios of one size only
+ * @thp: settings saved by lab_thp_save(); supplies the list of sizes
+ * @size_kb: the folio size in kB, e.g. 64 or 2048; 0 for base pages only
+ *
+ * Writes "never" to the top-level 'enabled' and to every per-size one, then
+ * "always" to hugepages-@size_kB/enabled.  Per-size "always" works whatever
+ * the top-level setting is.
+ *
+ * Return: 0, -ENOENT if @size_kb is not a size with an 'enabled' file, or
+ * -errno of the first failed write.
+ */
+int lab_thp_only(const struct lab_thp *thp, unsigned long size_kb);
+
+/**
+ * lab_thp_restore() - write back everything lab_thp_save() saved
+ * @thp: the saved settings
+ *
+ * Keeps going after a failed write.
+ *
+ * Return: 0 or -errno of the first failed write.
+ */
+int lab_thp_restore(const struct lab_thp *thp);
 
 /**
  * lab_cg_enable_memory() - enable the memory controller for child cgroups

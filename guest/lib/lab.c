@@ -4,6 +4,7 @@
  * See include/lab.h for the interface.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -146,6 +147,77 @@ int lab_kpageflags(int kpageflags_fd, uint64_t pfn, uint64_t *flags)
 	return n == sizeof(*flags) ? 0 : -EIO;
 }
 
+int lab_pagemap_read(int pagemap_fd, const void *addr, size_t nr,
+		     uint64_t *entries)
+{
+	off_t off = (uintptr_t)addr / getpagesize() * sizeof(uint64_t);
+	size_t len = nr * sizeof(uint64_t), done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(pagemap_fd, (char *)entries + done, len - done,
+			  off + done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!n)
+			return -EIO;
+		done += n;
+	}
+	return 0;
+}
+
+int lab_folio_mapped_size(int pagemap_fd, int kpageflags_fd, const void *addr,
+			  size_t max, size_t *size)
+{
+	const uint64_t head = 1ULL << LAB_KPF_COMPOUND_HEAD;
+	const uint64_t tail = 1ULL << LAB_KPF_COMPOUND_TAIL;
+	size_t page = getpagesize(), nr = max / page, i;
+	uint64_t *pm, flags, pfn;
+	int err;
+
+	*size = 0;
+	if (!nr)
+		return -EINVAL;
+	pm = malloc(nr * sizeof(*pm));
+	if (!pm)
+		return -ENOMEM;
+	err = lab_pagemap_read(pagemap_fd, addr, nr, pm);
+	if (err)
+		goto out;
+	err = -ENOENT;
+	if (!(pm[0] & LAB_PM_PRESENT))
+		goto out;
+	err = -EPERM;
+	pfn = pm[0] & LAB_PM_PFN_MASK;
+	if (!pfn)
+		goto out;
+	err = lab_kpageflags(kpageflags_fd, pfn, &flags);
+	if (err)
+		goto out;
+	if (flags & tail)
+		goto out;		/* err is 0, *size is 0 */
+	*size = page;
+	if (!(flags & head))
+		goto out;
+	for (i = 1; i < nr; i++) {
+		if (!(pm[i] & LAB_PM_PRESENT) ||
+		    (pm[i] & LAB_PM_PFN_MASK) != pfn + i)
+			break;
+		err = lab_kpageflags(kpageflags_fd, pfn + i, &flags);
+		if (err)
+			goto out;
+		if (!(flags & tail))
+			break;
+		*size += page;
+	}
+out:
+	free(pm);
+	return err;
+}
+
 int lab_knob_save(struct lab_knob *knob, const char *path)
 {
 	char buf[256], *start = buf, *end;
@@ -183,6 +255,81 @@ int lab_knob_restore(const struct lab_knob *knob)
 	if (!knob->valid)
 		return 0;
 	return lab_write_file(knob->path, knob->saved);
+}
+
+int lab_thp_save(struct lab_thp *thp)
+{
+	char path[512];
+	struct dirent *de;
+	int err = 0;
+	DIR *dir;
+
+	thp->nr = 0;
+	err = lab_knob_save(&thp->top, LAB_THP_DIR "/enabled");
+	if (err)
+		return err;
+	dir = opendir(LAB_THP_DIR);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, "hugepages-", 10))
+			continue;
+		snprintf(path, sizeof(path), LAB_THP_DIR "/%s/enabled",
+			 de->d_name);
+		/* Sizes only the page cache can use have no 'enabled'. */
+		if (access(path, F_OK))
+			continue;
+		if (thp->nr == LAB_THP_MAX_SIZES) {
+			err = -E2BIG;
+			break;
+		}
+		err = lab_knob_save(&thp->size[thp->nr], path);
+		if (err)
+			break;
+		thp->nr++;
+	}
+	closedir(dir);
+	return err;
+}
+
+int lab_thp_only(const struct lab_thp *thp, unsigned long size_kb)
+{
+	const struct lab_knob *want = NULL;
+	char name[64];
+	int i, err;
+
+	snprintf(name, sizeof(name), "/hugepages-%lukB/enabled", size_kb);
+	for (i = 0; i < thp->nr; i++) {
+		const char *path = thp->size[i].path;
+		size_t plen = strlen(path), nlen = strlen(name);
+
+		if (plen >= nlen && !strcmp(path + plen - nlen, name))
+			want = &thp->size[i];
+	}
+	if (size_kb && !want)
+		return -ENOENT;
+	err = lab_write_file(thp->top.path, "never");
+	if (err)
+		return err;
+	for (i = 0; i < thp->nr; i++) {
+		err = lab_write_file(thp->size[i].path, "never");
+		if (err)
+			return err;
+	}
+	return want ? lab_write_file(want->path, "always") : 0;
+}
+
+int lab_thp_restore(const struct lab_thp *thp)
+{
+	int i, ret, err = 0;
+
+	for (i = 0; i < thp->nr; i++) {
+		ret = lab_knob_restore(&thp->size[i]);
+		if (ret && !err)
+			err = ret;
+	}
+	ret = lab_knob_restore(&thp->top);
+	return err ? err : ret;
 }
 
 static int lab_cg_path(char *buf, size_t size, const char *name,
