@@ -238,7 +238,8 @@ def main(arches, workloads=None, quick=False, repeats=None):
             build.build(arch_name, "default", flavour)
         image.build(arch_name)
         meta = {"arch": arch_name, "qemu": qemu_version(arch_name),
-                "config_hash": build.config_hash(arch_name, "default"),
+                "config_hash": {f: build.config_hash(arch_name, "default", f)
+                                for f in config.FLAVOURS},
                 "series_hash": source.series_hash(), "source": source.base_version(),
                 "quick": quick, "icount": "shift=0,sleep=off"}
         runs = []

@@ -24,12 +24,15 @@ BUILD_ENV = {
 }
 
 
-def fragments(arch_name, variant):
+def fragments(arch_name, variant, flavour="stock"):
+    """Config fragments of a build, in merge order."""
     frags = [config.CONFIGS / "common.config", config.CONFIGS / f"{arch_name}.config"]
     if variant == "debug":
         frags.append(config.CONFIGS / "debug.config")
     elif variant != "default":
         raise LabError(f"unknown variant '{variant}' (known: {', '.join(config.VARIANTS)})")
+    if flavour != "stock":
+        frags.append(config.CONFIGS / "patched.config")
     return frags
 
 
@@ -72,9 +75,9 @@ def check_config(dotconfig, frags):
                        "missing):\n  " + "\n  ".join(bad))
 
 
-def config_hash(arch_name, variant):
+def config_hash(arch_name, variant, flavour="stock"):
     h = hashlib.sha256()
-    for f in fragments(arch_name, variant):
+    for f in fragments(arch_name, variant, flavour):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -96,10 +99,10 @@ def configure(arch_name, variant, flavour, log):
     out = config.build_dir(arch_name, variant, flavour)
     out.mkdir(parents=True, exist_ok=True)
     stamp = out / ".lab-config"
-    want = config_hash(arch_name, variant)
+    want = config_hash(arch_name, variant, flavour)
     if stamp.exists() and stamp.read_text().strip() == want and (out / ".config").exists():
         return out
-    frags = fragments(arch_name, variant)
+    frags = fragments(arch_name, variant, flavour)
     base = make_cmd(a, src, out, flavour)
     env = dict(os.environ, **BUILD_ENV)
     run(base + ["tinyconfig"], env=env, log=log)
@@ -187,7 +190,7 @@ def each_commit(arch_name, variant="default"):
         log = config.log_dir() / f"bisect-{arch_name}-{c[:12]}.log"
         log.write_text("")
         out.mkdir(parents=True, exist_ok=True)
-        frags = fragments(arch_name, variant)
+        frags = fragments(arch_name, variant, "patched")
         env = dict(os.environ, **BUILD_ENV)
         base = make_cmd(a, tree, out, "bisect")
         if not (out / ".config").exists():

@@ -50,9 +50,13 @@ def _fmt_num(st):
 
 
 def _change(a, b):
+    """Relative change of medians; '(noise)' when it is within the larger
+    min-max spread of the two measurements."""
     if not a or not b or not a[0]:
         return "-"
-    return f"{(b[0] - a[0]) / a[0] * 100:+.1f}%"
+    rel = (b[0] - a[0]) / a[0]
+    noise = abs(rel) <= max(a[1], b[1])
+    return f"{rel * 100:+.1f}%" + (" (noise)" if noise and rel else "")
 
 
 def metric_rows(w):

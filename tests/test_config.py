@@ -31,6 +31,9 @@ def test_real_fragments_parse_and_variants():
             for f in build.fragments(a, v):
                 assert build.parse_fragment(f), f
     assert len(build.fragments("arm64", "debug")) == 3
+    assert build.fragments("x86_64", "default", "patched")[-1].name == "patched.config"
+    assert build.config_hash("x86_64", "default", "stock") != \
+        build.config_hash("x86_64", "default", "patched")
     with pytest.raises(LabError):
         build.fragments("arm64", "nonsense")
 
