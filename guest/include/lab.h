@@ -274,4 +274,14 @@ int lab_cg_reclaim(const char *name, const char *amount);
  */
 int lab_cg_remove(const char *name);
 
+/**
+ * lab_uffd_open() - open a userfaultfd, non-blocking and close-on-exec
+ *
+ * Tries the userfaultfd(2) system call (user-mode faults only) and, if it
+ * is restricted, /dev/userfaultfd.
+ *
+ * Return: the file descriptor, or -errno (-ENOSYS without userfaultfd).
+ */
+int lab_uffd_open(void);
+
 #endif /* LAB_H */

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lab.h"
@@ -413,4 +416,26 @@ int lab_cg_remove(const char *name)
 		usleep(10000);
 	}
 	return -EBUSY;
+}
+
+int lab_uffd_open(void)
+{
+	int fd, dev, err;
+
+	fd = syscall(__NR_userfaultfd,
+		     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	if (err == ENOSYS)
+		return -err;
+	/* The syscall may be restricted; /dev/userfaultfd is not. */
+	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -err;
+	fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		err = errno;
+	close(dev);
+	return fd < 0 ? -err : fd;
 }

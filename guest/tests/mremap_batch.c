@@ -736,29 +736,6 @@ TEST_F_TIMEOUT(track, soft_dirty_survives, 120)
 	}
 }
 
-/* Opens a userfaultfd; returns it or -errno. */
-static int uffd_open(void)
-{
-	int fd, dev, err;
-
-	fd = syscall(__NR_userfaultfd,
-		     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	if (fd >= 0)
-		return fd;
-	err = errno;
-	if (err == ENOSYS)
-		return -err;
-	/* The syscall may be restricted; /dev/userfaultfd is not. */
-	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -err;
-	fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		err = errno;
-	close(dev);
-	return fd < 0 ? -err : fd;
-}
-
 /* The uffd features the test needs. */
 #define UFFD_NEED	(UFFD_FEATURE_PAGEFAULT_FLAG_WP |		\
 			 UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_SIGBUS)
@@ -860,7 +837,7 @@ TEST_F_TIMEOUT(track, uffd_wp_survives, 120)
 	bool want;
 	int fd, m, bus;
 
-	fd = uffd_open();
+	fd = lab_uffd_open();
 	if (fd < 0)
 		SKIP(return, "userfaultfd: %s", strerror(-fd));
 	api.api = UFFD_API;
@@ -887,7 +864,7 @@ TEST_F_TIMEOUT(track, uffd_wp_survives, 120)
 			ASSERT_NE(NULL, area);
 			dst = area + dst_offs[d];
 
-			self->uffd = uffd_open();
+			self->uffd = lab_uffd_open();
 			ASSERT_LE(0, self->uffd)
 				TH_LOG("userfaultfd: %s", strerror(-self->uffd));
 			api.api = UFFD_API;

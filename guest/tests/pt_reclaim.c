@@ -356,29 +356,6 @@ TEST_F(pt, no_reclaim_partial_unaligned)
 	munmap(p, len);
 }
 
-/* Opens a userfaultfd; returns it or -errno. */
-static int uffd_open(void)
-{
-	int fd, dev, err;
-
-	fd = syscall(__NR_userfaultfd,
-		     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	if (fd >= 0)
-		return fd;
-	err = errno;
-	if (err == ENOSYS)
-		return -err;
-	/* The syscall may be restricted; /dev/userfaultfd is not. */
-	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -err;
-	fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		err = errno;
-	close(dev);
-	return fd < 0 ? -err : fd;
-}
-
 /*
  * Opens a userfaultfd with write-protect faults enabled for shmem.  Returns
  * it, -EOPNOTSUPP if the kernel lacks one of the features, or -errno.
@@ -391,7 +368,7 @@ static int uffd_open_wp_shmem(void)
 	int fd, err;
 
 	/* A first handshake asking for nothing reports what there is. */
-	fd = uffd_open();
+	fd = lab_uffd_open();
 	if (fd < 0)
 		return fd;
 	err = ioctl(fd, UFFDIO_API, &api) ? -errno : 0;
@@ -401,7 +378,7 @@ static int uffd_open_wp_shmem(void)
 	if ((api.features & want) != want)
 		return -EOPNOTSUPP;
 
-	fd = uffd_open();
+	fd = lab_uffd_open();
 	if (fd < 0)
 		return fd;
 	api.api = UFFD_API;
