@@ -11,12 +11,12 @@ a cap.  Each run is saved as JSON; report.py makes the tables and plots.
 
 import json
 import re
-import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
 
 from . import build, config, image, report, run, source
+from .report import instr_time, spread
 from .util import LabError, Timer, say, warn
 
 
@@ -162,17 +162,6 @@ def parse_runs(boot, meta):
             runs.append(rec)
             start = None
     return runs
-
-
-def instr_time(rec):
-    """The measured phase's instruction-time in ns (the workload's own
-    time_ns, or benchrun's whole-run time for programs without one)."""
-    return rec["metrics"].get("time_ns", rec["total_ns"])
-
-
-def spread(values):
-    med = statistics.median(values)
-    return (max(values) - min(values)) / med if med else 0.0
 
 
 def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_base):

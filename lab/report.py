@@ -9,8 +9,16 @@ from .util import say
 OFF_VS_STOCK_TOLERANCE = 0.02   # instruction-time, relative
 
 
-def _instr(rec):
+def instr_time(rec):
+    """The measured phase's instruction-time in ns (the workload's own
+    time_ns, or benchrun's whole-run time for programs without one)."""
     return rec["metrics"].get("time_ns", rec["total_ns"])
+
+
+def spread(values):
+    """(max - min) / median of a list of measurements."""
+    med = statistics.median(values)
+    return (max(values) - min(values)) / med if med else 0.0
 
 
 def _value(rec, source, key):
@@ -30,9 +38,7 @@ def summarize(runs):
 def _stats(values):
     if not values:
         return None
-    med = statistics.median(values)
-    spread = (max(values) - min(values)) / med if med else 0.0
-    return med, spread, len(values)
+    return statistics.median(values), spread(values), len(values)
 
 
 def _fmt_time(st):
@@ -60,14 +66,14 @@ def _change(a, b):
 
 
 def metric_rows(w):
-    rows = [("instruction-time", lambda r: _instr(r), _fmt_time),
+    rows = [("instruction-time", lambda r: instr_time(r), _fmt_time),
             ("TCG wall time (s)", lambda r: r.get("wall_s") or 0,
              lambda st: "-" if not st else f"{st[0]:.1f}")]
     for label, source, key, *_ in w.metrics:
         rows.append((label, lambda r, s=source, k=key: _value(r, s, k), _fmt_num))
     if w.name == "dirty-reclaim":
         rows.append(("bogo ops per instruction-second",
-                     lambda r: r["metrics"].get("bogo_ops", 0) / (_instr(r) / 1e9),
+                     lambda r: r["metrics"].get("bogo_ops", 0) / (instr_time(r) / 1e9),
                      lambda st: "-" if not st else f"{st[0]:.1f}"))
     return rows
 
@@ -78,8 +84,8 @@ def off_vs_stock(groups, arch, w):
     stock = groups.get((arch, w.name, "stock", "stock"), [])
     if not off or not stock:
         return "not measured", None
-    t_off = statistics.median(_instr(r) for r in off)
-    t_stock = statistics.median(_instr(r) for r in stock)
+    t_off = statistics.median(instr_time(r) for r in off)
+    t_stock = statistics.median(instr_time(r) for r in stock)
     dt = (t_off - t_stock) / t_stock if t_stock else 0.0
     diffs = []
     for label, source, key, *opts in w.metrics:
@@ -89,7 +95,7 @@ def off_vs_stock(groups, arch, w):
         b = statistics.median(_value(r, source, key) for r in stock)
         if abs(a - b) > 0.01 * max(abs(b), 1):
             diffs.append(f"{label} {a:,.0f} vs {b:,.0f}")
-    noise = max(_stats([_instr(r) for r in off])[1], _stats([_instr(r) for r in stock])[1])
+    noise = max(_stats([instr_time(r) for r in off])[1], _stats([instr_time(r) for r in stock])[1])
     text = f"instruction-time {dt * 100:+.2f}%" + ("; " + "; ".join(diffs) if diffs else
                                                   "; counters equal")
     if noise > OFF_VS_STOCK_TOLERANCE:
@@ -138,7 +144,7 @@ def plot(groups, workloads, arch, path):
     for ax, w in zip(axes[0], ws):
         labels, meds, lo, hi = [], [], [], []
         for fl, m in [("stock", "stock")] + [("patched", m) for m in w.modes]:
-            vals = [_instr(r) / 1e9 for r in groups.get((arch, w.name, fl, m), [])]
+            vals = [instr_time(r) / 1e9 for r in groups.get((arch, w.name, fl, m), [])]
             if not vals:
                 continue
             med = statistics.median(vals)
