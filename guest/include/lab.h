@@ -284,4 +284,16 @@ int lab_cg_remove(const char *name);
  */
 int lab_uffd_open(void);
 
+/**
+ * lab_uffd_open_features() - open a userfaultfd with features enabled
+ * @features: UFFD_FEATURE_* bits that must all be available
+ *
+ * Does the UFFDIO_API handshake twice: once asking for nothing, to learn
+ * what the kernel offers, then asking for @features.
+ *
+ * Return: the file descriptor, -EOPNOTSUPP if a feature is missing, or
+ * -errno (-ENOSYS without userfaultfd).
+ */
+int lab_uffd_open_features(uint64_t features);
+
 #endif /* LAB_H */

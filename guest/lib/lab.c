@@ -439,3 +439,32 @@ int lab_uffd_open(void)
 	close(dev);
 	return fd < 0 ? -err : fd;
 }
+
+int lab_uffd_open_features(uint64_t features)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd, err;
+
+	/* A first handshake asking for nothing reports what there is. */
+	fd = lab_uffd_open();
+	if (fd < 0)
+		return fd;
+	err = ioctl(fd, UFFDIO_API, &api) ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if ((api.features & features) != features)
+		return -EOPNOTSUPP;
+
+	fd = lab_uffd_open();
+	if (fd < 0)
+		return fd;
+	api.api = UFFD_API;
+	api.features = features;
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}

@@ -357,41 +357,6 @@ TEST_F(pt, no_reclaim_partial_unaligned)
 }
 
 /*
- * Opens a userfaultfd with write-protect faults enabled for shmem.  Returns
- * it, -EOPNOTSUPP if the kernel lacks one of the features, or -errno.
- */
-static int uffd_open_wp_shmem(void)
-{
-	const __u64 want = UFFD_FEATURE_PAGEFAULT_FLAG_WP |
-			   UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
-	struct uffdio_api api = { .api = UFFD_API };
-	int fd, err;
-
-	/* A first handshake asking for nothing reports what there is. */
-	fd = lab_uffd_open();
-	if (fd < 0)
-		return fd;
-	err = ioctl(fd, UFFDIO_API, &api) ? -errno : 0;
-	close(fd);
-	if (err)
-		return err;
-	if ((api.features & want) != want)
-		return -EOPNOTSUPP;
-
-	fd = lab_uffd_open();
-	if (fd < 0)
-		return fd;
-	api.api = UFFD_API;
-	api.features = want;
-	if (ioctl(fd, UFFDIO_API, &api)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/*
  * Reads the pagemap entries of the @nr pages at @p and checks that their
  * PM_PRESENT and PM_UFFD_WP bits are @want.  Returns the first page that
  * differs, its entry in *@entry, or -1; -2 if pagemap could not be read.
@@ -439,7 +404,8 @@ TEST_F(pt, no_reclaim_uffd_wp)
 	int uffd, pm_fd;
 	char *p;
 
-	uffd = uffd_open_wp_shmem();
+	uffd = lab_uffd_open_features(UFFD_FEATURE_PAGEFAULT_FLAG_WP |
+				      UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
 	if (uffd == -ENOSYS || uffd == -EOPNOTSUPP || uffd == -EPERM ||
 	    uffd == -ENOENT)
 		SKIP(return, "no userfaultfd write protection for shmem: %s",
