@@ -89,12 +89,17 @@ WORKLOADS = [
              [("pgsteal_file", "vmstat", "pgsteal_file"),
               ("pgscan_file", "vmstat", "pgscan_file")]),
     Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
-             _onoff("mglru_young_batch", referenced_batch=1, unmap_batch=1),
+             # off is every batching off, so that it compares with stock
+             {"off": {"mglru_young_batch": 0, "unmap_batch": 0},
+              "young": {"mglru_young_batch": 1, "unmap_batch": 0},
+              "unmap": {"mglru_young_batch": 0, "unmap_batch": 1},
+              "on": {"mglru_young_batch": 1, "unmap_batch": 1}},
              "lab_sysfs /sys/kernel/mm/lru_gen/enabled y",
              ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
              "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
              "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
-             [("pgsteal_file", "vmstat", "pgsteal_file")]),
+             [("pgsteal_file", "vmstat", "pgsteal_file"),
+              ("pgscan_file", "vmstat", "pgscan_file")]),
     Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg limited to a "
              "quarter of its working set, swap on",
              _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "

@@ -6,9 +6,12 @@
  *
  *   filereclaim [SIZE_MB] [PERCENT]     (default 256 MB, 80 %)
  *
- * The file is written, synced and dropped from the page cache first, then
- * mapped shared read-only and read page by page, so its folios are clean,
- * large (XFS readahead) and mapped with young PTEs when reclaim starts.
+ * The file is written, synced and dropped from the page cache, read back
+ * with read(2) so that XFS readahead fills the page cache with large
+ * folios, then mapped shared read-only (with default advice: a
+ * MADV_SEQUENTIAL or MADV_RANDOM mapping has no recency, and reclaim would
+ * skip its young bits altogether) and read page by page, so its folios are
+ * clean, large and mapped with young PTEs when reclaim starts.
  * Only the memory.reclaim write is timed (METRIC time_ns).
  */
 #include <errno.h>
@@ -49,6 +52,18 @@ static int make_file(size_t size)
 	return fd;
 }
 
+static int read_all(int fd, size_t size)
+{
+	static char buf[1 << 20];
+
+	if (lseek(fd, 0, SEEK_SET))
+		return -1;
+	for (size_t done = 0; done < size; done += sizeof(buf))
+		if (read(fd, buf, sizeof(buf)) != sizeof(buf))
+			return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t size = (argc > 1 ? atol(argv[1]) : 256) << 20;
@@ -75,12 +90,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	lab_write_file("/proc/sys/vm/drop_caches", "3");
+	if (read_all(fd, size)) {
+		perror("filereclaim: read " FILE_PATH);
+		return 1;
+	}
 	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		perror("mmap");
 		return 1;
 	}
-	madvise(map, size, MADV_SEQUENTIAL);
 	for (size_t off = 0; off < size; off += 4096)
 		sum += map[off];
 

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * reclaim_tlb.c - tests of reclaim_tlb_batch: reclaim that writes out a
+ * batch of dirty folios after a single TLB flush loses no write and leaves
+ * pinned pages alone.
+ *
+ * A write lost to a stale TLB entry is one that a CPU makes after reclaim
+ * cleared the PTE but before the flush, while the folio is being written
+ * to swap: the swapped copy misses it.  So writers run on every vCPU while
+ * their cgroup is held far below their working set, and every page must
+ * hold its last stamp at the end.
+ *
+ * Every test runs as variants "on" and "off" (the switch, on the patched
+ * kernel; the teardown writes the saved value back) and "stock".  Needs
+ * root, 4 KiB pages, cgroup2, a swap device, and XFS on /mnt/xfs for the
+ * file test; the pin test needs /sys/kernel/debug/gup_test.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/types.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+
+#define SWITCH		"/sys/kernel/mm/foliobatch/reclaim_tlb_batch"
+#define GUP_TEST	"/sys/kernel/debug/gup_test"
+#define XFS_DIR		"/mnt/xfs"
+#define XFS_FILE	XFS_DIR "/lab-reclaim-tlb"
+#define CG		"lab-reclaim-tlb"
+
+#define PSZ		4096UL
+#define WRITERS		2
+/* Each writer's region, and the cgroup limit: 4x over-committed. */
+#define REGION		(8 * LAB_SZ_1M)
+#define REGION_PAGES	(REGION / PSZ)
+#define LIMIT		"4M"
+/* Shared file pages are only written back by the flusher: less pressure. */
+#define FILE_LIMIT	"12M"
+#define ROUNDS		4
+
+/* From mm/gup_test.h, which is not a uapi header. */
+struct pin_longterm_test {
+	__u64 addr;
+	__u64 size;
+	__u32 flags;
+};
+#define PIN_LONGTERM_TEST_START	_IOW('g', 7, struct pin_longterm_test)
+#define PIN_LONGTERM_TEST_STOP	_IO('g', 8)
+#define PIN_LONGTERM_TEST_FLAG_USE_WRITE	1
+
+FIXTURE(rt) {
+	struct lab_knob knob;
+	struct lab_thp thp;
+	bool thp_saved;
+};
+
+FIXTURE_VARIANT(rt) {
+	const char *flavour;
+	const char *value;
+};
+
+FIXTURE_VARIANT_ADD(rt, on) {
+	.flavour = "patched", .value = "1",
+};
+
+FIXTURE_VARIANT_ADD(rt, off) {
+	.flavour = "patched", .value = "0",
+};
+
+FIXTURE_VARIANT_ADD(rt, stock) {
+	.flavour = "stock",
+};
+
+static bool path_exists(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st);
+}
+
+static bool have_swap(void)
+{
+	char buf[512], *nl;
+
+	if (lab_read_file("/proc/swaps", buf, sizeof(buf)) <= 0)
+		return false;
+	nl = strchr(buf, '\n');
+	return nl && strchr(nl + 1, '/');
+}
+
+/*
+ * Skips variants of the other flavour, sets the switch, makes anonymous
+ * memory 4 kB pages only (so that every folio is small and reclaim handles
+ * many of them), and creates the cgroup.
+ */
+FIXTURE_SETUP(rt)
+{
+	const char *env = getenv("LAB_FLAVOUR");
+	const char *fl = env ? env : "(unset)";
+
+	self->knob.valid = false;
+	self->thp_saved = false;
+	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
+		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
+	if (strcmp(fl, variant->flavour))
+		SKIP(return, "variant for the %s kernel", variant->flavour);
+	if (!have_swap())
+		SKIP(return, "no swap device");
+	if (!variant->value) {
+		ASSERT_FALSE(path_exists(SWITCH))
+			TH_LOG("the stock kernel has %s", SWITCH);
+	} else {
+		ASSERT_EQ(0, lab_knob_save(&self->knob, SWITCH));
+		ASSERT_EQ(0, lab_write_file(SWITCH, variant->value));
+	}
+	ASSERT_EQ(0, lab_thp_save(&self->thp));
+	self->thp_saved = true;
+	ASSERT_EQ(0, lab_thp_only(&self->thp, 0));
+	ASSERT_EQ(0, lab_cg_enable_memory());
+	ASSERT_EQ(0, lab_cg_create(CG));
+}
+
+FIXTURE_TEARDOWN_PARENT(rt)
+{
+	unlink(XFS_FILE);
+	EXPECT_EQ(0, lab_cg_remove(CG));
+	EXPECT_EQ(0, lab_knob_restore(&self->knob));
+	if (self->thp_saved)
+		EXPECT_EQ(0, lab_thp_restore(&self->thp));
+}
+
+/* The stamp of writer @w for page @pg in round @r. */
+static inline uint64_t stamp(unsigned int w, size_t pg, unsigned int r)
+{
+	return (uint64_t)(w + 1) << 48 | (uint64_t)pg << 16 | r;
+}
+
+struct writer {
+	pthread_t thread;
+	unsigned int id;
+	char *base;
+};
+
+/*
+ * Writes ROUNDS rounds of stamps into every page of the writer's region,
+ * in the first and the last word of the page, so that each round dirties
+ * the whole region again while reclaim swaps it out.
+ */
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	volatile uint64_t *p;
+	unsigned int r;
+	size_t pg;
+
+	for (r = 1; r <= ROUNDS; r++) {
+		for (pg = 0; pg < REGION_PAGES; pg++) {
+			p = (volatile uint64_t *)(w->base + pg * PSZ);
+			p[0] = stamp(w->id, pg, r);
+			p[PSZ / 8 - 1] = stamp(w->id, pg, r);
+		}
+	}
+	return NULL;
+}
+
+/* Runs WRITERS writers over @base, WRITERS regions of REGION bytes. */
+static void run_writers(char *base)
+{
+	struct writer w[WRITERS];
+	unsigned int i;
+
+	for (i = 0; i < WRITERS; i++) {
+		w[i].id = i;
+		w[i].base = base + i * REGION;
+		pthread_create(&w[i].thread, NULL, writer_main, &w[i]);
+	}
+	for (i = 0; i < WRITERS; i++)
+		pthread_join(w[i].thread, NULL);
+}
+
+/*
+ * Returns the first page of writer @w's region at @p whose words do not
+ * hold the last round's stamp, or -1.
+ */
+static long stale_page(const char *p, unsigned int w)
+{
+	const volatile uint64_t *q;
+	size_t pg;
+
+	for (pg = 0; pg < REGION_PAGES; pg++) {
+		q = (const volatile uint64_t *)(p + pg * PSZ);
+		if (q[0] != stamp(w, pg, ROUNDS) ||
+		    q[PSZ / 8 - 1] != stamp(w, pg, ROUNDS))
+			return pg;
+	}
+	return -1;
+}
+
+static unsigned long vmstat(const char *name)
+{
+	char buf[8192], *p;
+	size_t n = strlen(name);
+
+	if (lab_read_file("/proc/vmstat", buf, sizeof(buf)) <= 0)
+		return 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return strtoul(p + n + 1, NULL, 10);
+	return 0;
+}
+
+/*
+ * Proves no write to private anonymous memory is lost: two writers, one
+ * per vCPU, stamp 8 MB each four times over in a cgroup limited to 4 MB,
+ * so that reclaim keeps unmapping and swapping out pages the other writer
+ * is writing.  At the end every page holds its last stamp, and pages did
+ * go to swap (pswpout grew by at least the working set).
+ */
+TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
+{
+	unsigned long out0, out1;
+	unsigned int i;
+	char *p;
+	long bad;
+
+	ASSERT_EQ(0, lab_cg_move(CG, 0));
+	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
+				    LIMIT));
+	p = mmap(NULL, WRITERS * REGION, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	out0 = vmstat("pswpout");
+	run_writers(p);
+	out1 = vmstat("pswpout");
+	for (i = 0; i < WRITERS; i++) {
+		bad = stale_page(p + i * REGION, i);
+		ASSERT_EQ(-1, bad)
+			TH_LOG("writer %u, page %ld lost a write", i, bad);
+	}
+	ksft_print_msg("pswpout +%lu pages\n", out1 - out0);
+	ASSERT_LE(WRITERS * REGION_PAGES, out1 - out0)
+		TH_LOG("reclaim swapped out less than the working set");
+	munmap(p, WRITERS * REGION);
+}
+
+/*
+ * Proves no write through a shared file mapping is lost: the same writers
+ * on a 16 MB file on XFS, mapped shared, in the cgroup limited to 12 MB.  After munmap,
+ * fsync and a page cache drop, read(2) returns the last stamps.
+ */
+TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
+{
+	static char buf[REGION];
+	unsigned int i;
+	char *p;
+	long bad;
+	int fd, ret;
+
+	ret = lab_is_mounted(XFS_DIR, "xfs");
+	ASSERT_LE(0, ret);
+	if (!ret)
+		SKIP(return, "%s is not an XFS mount point", XFS_DIR);
+	ASSERT_EQ(0, lab_cg_move(CG, 0));
+	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
+				    FILE_LIMIT));
+	fd = open(XFS_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, WRITERS * REGION));
+	p = mmap(NULL, WRITERS * REGION, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	run_writers(p);
+	ASSERT_EQ(0, munmap(p, WRITERS * REGION));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, lab_write_file("/proc/sys/vm/drop_caches", "3"));
+	for (i = 0; i < WRITERS; i++) {
+		ASSERT_EQ((ssize_t)REGION, pread(fd, buf, REGION, i * REGION));
+		bad = stale_page(buf, i);
+		ASSERT_EQ(-1, bad)
+			TH_LOG("writer %u, file page %ld lost a write", i, bad);
+	}
+	close(fd);
+}
+
+/*
+ * Proves a page pinned for DMA-like use is not written out: 4 MB of
+ * anonymous memory is filled and its first 1 MB pinned long-term through
+ * gup_test (FOLL_PIN | FOLL_LONGTERM, as a device would); then the cgroup
+ * is reclaimed repeatedly.  The pinned pages stay present and none of them
+ * is in swap (pagemap), while most of the others went to swap; all hold
+ * their data.
+ */
+TEST_F_TIMEOUT(rt, pinned_not_written, 600)
+{
+	const size_t len = 4 * LAB_SZ_1M, pinned = LAB_SZ_1M;
+	struct pin_longterm_test pin = { 0 };
+	uint64_t pm[256];
+	long swapped = 0;
+	size_t pg, i;
+	int gup, pm_fd;
+	char *p;
+
+	gup = open(GUP_TEST, O_RDWR);
+	if (gup < 0)
+		SKIP(return, "%s: %s", GUP_TEST, strerror(errno));
+	ASSERT_EQ(0, lab_cg_move(CG, 0));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	for (pg = 0; pg < len / PSZ; pg++)
+		*(volatile uint64_t *)(p + pg * PSZ) = stamp(0, pg, 1);
+	pin.addr = (uintptr_t)p;
+	pin.size = pinned;
+	pin.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE;
+	ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_START, &pin))
+		TH_LOG("PIN_LONGTERM_TEST_START: %s", strerror(errno));
+
+	for (i = 0; i < 4; i++) {
+		int ret = lab_cg_reclaim(CG, "8M");
+
+		ASSERT_TRUE(!ret || ret == -EAGAIN)
+			TH_LOG("memory.reclaim: %s", strerror(-ret));
+	}
+
+	pm_fd = open("/proc/self/pagemap", O_RDONLY);
+	ASSERT_LE(0, pm_fd);
+	for (pg = 0; pg < len / PSZ; pg += 256) {
+		ASSERT_EQ(0, lab_pagemap_read(pm_fd, p + pg * PSZ, 256, pm));
+		for (i = 0; i < 256; i++) {
+			if ((pg + i) * PSZ < pinned) {
+				ASSERT_TRUE((pm[i] & LAB_PM_PRESENT) &&
+					    !(pm[i] & LAB_PM_SWAP))
+					TH_LOG("pinned page %zu left memory (pagemap %#llx)",
+					       pg + i,
+					       (unsigned long long)pm[i]);
+			} else {
+				swapped += !!(pm[i] & LAB_PM_SWAP);
+			}
+		}
+	}
+	close(pm_fd);
+	ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_STOP));
+	close(gup);
+	ksft_print_msg("%ld of %zu unpinned pages swapped out\n", swapped,
+		       (len - pinned) / PSZ);
+	ASSERT_LT((long)((len - pinned) / PSZ / 2), swapped)
+		TH_LOG("reclaim swapped out too little to prove anything");
+	for (pg = 0; pg < len / PSZ; pg++)
+		ASSERT_EQ(stamp(0, pg, 1), *(volatile uint64_t *)(p + pg * PSZ))
+			TH_LOG("page %zu lost its data", pg);
+	munmap(p, len);
+}
+
+TEST_HARNESS_MAIN
