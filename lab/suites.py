@@ -9,7 +9,7 @@ patched kernel checks the foliobatch= boot parameter.
 from . import config, image
 
 # Own test program -> timeout in seconds (default 600).
-OWN_TIMEOUTS = {"reclaim_batch": 2400}
+OWN_TIMEOUTS = {"reclaim_batch": 2400, "reclaim_tlb": 1800}
 
 # Upstream selftest -> (timeout in seconds, arguments)
 SELFTEST_ARGS = {
