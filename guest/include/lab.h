@@ -75,6 +75,21 @@ int lab_read_ulong(const char *path, unsigned long *val);
 long lab_status_kb(const char *field);
 
 /**
+ * lab_path_exists() - tell whether a file or directory exists
+ * @path: the path, e.g. a sysfs knob that only some kernels have
+ *
+ * Return: true if stat(2) succeeds on @path.
+ */
+bool lab_path_exists(const char *path);
+
+/**
+ * lab_have_swap() - tell whether a swap device or file is active
+ *
+ * Return: true if /proc/swaps lists at least one entry below its header.
+ */
+bool lab_have_swap(void);
+
+/**
  * lab_is_mounted() - tell whether a directory is a mount point of a type
  * @dir: mount point as it appears in /proc/mounts, e.g. "/mnt/xfs"
  * @fstype: file system type, e.g. "xfs" or "cgroup2"

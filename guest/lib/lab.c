@@ -102,6 +102,23 @@ long lab_status_kb(const char *field)
 	return -ENOENT;
 }
 
+bool lab_path_exists(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st);
+}
+
+bool lab_have_swap(void)
+{
+	char buf[512], *nl;
+
+	if (lab_read_file("/proc/swaps", buf, sizeof(buf)) <= 0)
+		return false;
+	nl = strchr(buf, '\n');
+	return nl && strchr(nl + 1, '/');
+}
+
 int lab_is_mounted(const char *dir, const char *fstype)
 {
 	char line[1024], mnt[512], type[64];

@@ -63,13 +63,6 @@
 #define TAG_COW		0x33
 #define TAG_SHMEM	0x44
 
-static bool path_exists(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st);
-}
-
 /* The word @word of page @page of a range filled with tag @tag. */
 static inline uint64_t pat(unsigned int tag, size_t page, size_t word)
 {
@@ -186,7 +179,7 @@ FIXTURE_SETUP(pt)
 		SKIP(return, "variant for the %s kernel", variant->flavour);
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize());
 	if (!variant->value) {
-		ASSERT_FALSE(path_exists(PT_RECLAIM))
+		ASSERT_FALSE(lab_path_exists(PT_RECLAIM))
 			TH_LOG("the stock kernel has %s", PT_RECLAIM);
 		return;
 	}

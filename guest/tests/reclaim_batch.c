@@ -109,13 +109,6 @@ FIXTURE_VARIANT_ADD(rb, mglru_on) {
 	.flavour = "patched", .sw = { "1", "1", "1" }, .mglru = true,
 };
 
-static bool path_exists(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st);
-}
-
 /*
  * Skips variants of the other flavour, checks that the switches exist
  * exactly on patched, sets them and the LRU kind, and creates the cgroup.
@@ -144,7 +137,7 @@ FIXTURE_SETUP(rb)
 	for (i = 0; i < NR_SWITCHES; i++) {
 		snprintf(path, sizeof(path), FB_DIR "/%s", switch_names[i]);
 		if (!variant->sw[i]) {
-			ASSERT_FALSE(path_exists(path))
+			ASSERT_FALSE(lab_path_exists(path))
 				TH_LOG("the stock kernel has %s", path);
 			continue;
 		}
@@ -156,7 +149,7 @@ FIXTURE_SETUP(rb)
 	ASSERT_EQ(0, lab_knob_save(&self->lru_gen, LRU_GEN))
 		TH_LOG("no %s: the lab's kernels have CONFIG_LRU_GEN", LRU_GEN);
 	ASSERT_EQ(0, lab_write_file(LRU_GEN, variant->mglru ? "y" : "n"));
-	if (path_exists(SHMEM_64K))
+	if (lab_path_exists(SHMEM_64K))
 		ASSERT_EQ(0, lab_knob_save(&self->shmem_64k, SHMEM_64K));
 	ASSERT_EQ(0, lab_cg_enable_memory());
 	ASSERT_EQ(0, lab_cg_create(CG));
@@ -526,13 +519,12 @@ TEST_F_TIMEOUT(rb, uffd_wp_shmem_survives, 600)
 	uint64_t pm[PMD_PAGES];
 	long swapped = 0, cur;
 	size_t i, pg;
-	char swaps[512], *p;
 	int uffd, pm_fd;
+	char *p;
 
 	if (!self->shmem_64k.valid)
 		SKIP(return, "no 64 kB shmem mTHP");
-	if (lab_read_file("/proc/swaps", swaps, sizeof(swaps)) <= 0 ||
-	    !strchr(swaps, '\n') || !strchr(strchr(swaps, '\n') + 1, '/'))
+	if (!lab_have_swap())
 		SKIP(return, "no swap device");
 	uffd = lab_uffd_open_features(UFFD_FEATURE_PAGEFAULT_FLAG_WP |
 				      UFFD_FEATURE_WP_HUGETLBFS_SHMEM |

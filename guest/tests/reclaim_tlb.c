@@ -82,23 +82,6 @@ FIXTURE_VARIANT_ADD(rt, stock) {
 	.flavour = "stock",
 };
 
-static bool path_exists(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st);
-}
-
-static bool have_swap(void)
-{
-	char buf[512], *nl;
-
-	if (lab_read_file("/proc/swaps", buf, sizeof(buf)) <= 0)
-		return false;
-	nl = strchr(buf, '\n');
-	return nl && strchr(nl + 1, '/');
-}
-
 /*
  * Skips variants of the other flavour, sets the switch, makes anonymous
  * memory 4 kB pages only (so that every folio is small and reclaim handles
@@ -115,10 +98,10 @@ FIXTURE_SETUP(rt)
 		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
 	if (strcmp(fl, variant->flavour))
 		SKIP(return, "variant for the %s kernel", variant->flavour);
-	if (!have_swap())
+	if (!lab_have_swap())
 		SKIP(return, "no swap device");
 	if (!variant->value) {
-		ASSERT_FALSE(path_exists(SWITCH))
+		ASSERT_FALSE(lab_path_exists(SWITCH))
 			TH_LOG("the stock kernel has %s", SWITCH);
 	} else {
 		ASSERT_EQ(0, lab_knob_save(&self->knob, SWITCH));
@@ -381,7 +364,7 @@ TEST_F_TIMEOUT(rt, pt_race_under_reclaim, 900)
 	int st, pfd[2];
 	pid_t pid;
 
-	if (!path_exists("/lab/tests/pt_reclaim"))
+	if (!lab_path_exists("/lab/tests/pt_reclaim"))
 		SKIP(return, "no /lab/tests/pt_reclaim");
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
 	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",

@@ -32,13 +32,6 @@
 #define CG_NAME		"lab-sanity"
 #define MTHP_MAX_SIZES	16
 
-static bool path_exists(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st);
-}
-
 /* Proves the guest booted a 6.12 kernel, i.e. the tree the lab built. */
 TEST(boot_release)
 {
@@ -71,7 +64,7 @@ FIXTURE_SETUP(mthp)
 		snprintf(path, sizeof(path), THP_DIR "/%s/enabled",
 			 de->d_name);
 		/* Sizes only the page cache can use have no 'enabled'. */
-		if (!path_exists(path))
+		if (!lab_path_exists(path))
 			continue;
 		ASSERT_LT(self->nr, MTHP_MAX_SIZES);
 		ASSERT_EQ(0, lab_knob_save(&self->enabled[self->nr], path))
@@ -107,9 +100,9 @@ TEST_F(mthp, mthp_knobs)
 	size_t off;
 	int i;
 
-	ASSERT_TRUE(path_exists(THP_DIR "/hugepages-16kB"));
-	ASSERT_TRUE(path_exists(MTHP_64K));
-	ASSERT_TRUE(path_exists(THP_DIR "/hugepages-2048kB"));
+	ASSERT_TRUE(lab_path_exists(THP_DIR "/hugepages-16kB"));
+	ASSERT_TRUE(lab_path_exists(MTHP_64K));
+	ASSERT_TRUE(lab_path_exists(THP_DIR "/hugepages-2048kB"));
 
 	for (i = 0; i < self->nr; i++) {
 		val = strcmp(self->enabled[i].path, MTHP_64K "/enabled") ?
@@ -350,7 +343,7 @@ FIXTURE(vmpte) {
 FIXTURE_SETUP(vmpte)
 {
 	self->pt_reclaim.valid = false;
-	if (path_exists(PT_RECLAIM))
+	if (lab_path_exists(PT_RECLAIM))
 		ASSERT_EQ(0, lab_knob_save(&self->pt_reclaim, PT_RECLAIM));
 }
 
