@@ -60,6 +60,31 @@ lab_switch() {
 	lab_sysfs "/sys/kernel/mm/foliobatch/$1" "$2"
 }
 
+# lab_kprobe NAME FUNCTION: count calls of a kernel function as the kprobe
+# event lab/NAME; benchrun reports the hits from kprobe_profile.  Tracing
+# stays off, so a hit costs the probe and not a ring-buffer write.
+lab_kprobe() {
+	t=/sys/kernel/tracing
+	[ -e $t/kprobe_events ] || mount -t tracefs tracefs $t || return 1
+	[ -d $t/events/lab/$1 ] && return 0
+	echo 0 > $t/tracing_on
+	echo "p:lab/$1 $2" >> $t/kprobe_events &&
+		echo 1 > $t/events/lab/$1/enable ||
+		echo "# lab: could not set a kprobe on $2"
+}
+
+# lab_ramswap: swap on the RAM disk /dev/ram0 (brd; its size comes from the
+# brd.rd_size= boot parameter) instead of the virtio disk, so that swap-out
+# is guest CPU work only and instruction-time repeats; idempotent.
+lab_ramswap() {
+	grep -q '^/dev/ram0 ' /proc/swaps && return 0
+	for dev in $(awk 'NR > 1 { print $1 }' /proc/swaps); do
+		swapoff "$dev" || echo "# lab: could not swapoff $dev"
+	done
+	mkswap /dev/ram0 > /dev/null && swapon /dev/ram0 ||
+		echo "# lab: could not swap on /dev/ram0"
+}
+
 # lab_bench WORKLOAD MODE REP CMD...: one measured run, reported by benchrun.
 lab_bench() {
 	echo "BENCH-START $1 $2 $3"

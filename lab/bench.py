@@ -101,23 +101,30 @@ WORKLOADS = [
              [("pgsteal_file", "vmstat", "pgsteal_file"),
               ("pgscan_file", "vmstat", "pgscan_file")]),
     Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg limited to a "
-             "quarter of its working set, swap on",
+             "quarter of its working set, swap on a RAM disk",
              _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "
-             "lab_thp_only none",
+             "lab_thp_only none; lab_ramswap; "
+             "lab_kprobe flushdirty try_to_unmap_flush_dirty",
              ["/lab/bench/dirtyreclaim", "2", "512", "400"],
              ["/lab/bench/dirtyreclaim", "2", "256", "100"],
              "2 workers, 512 MB in a 128 MB memcg, 400 ops each",
              "2 workers, 256 MB in a 64 MB memcg, 100 ops each",
              "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
-             [("TLB shootdowns (x86)", "irq", "TLB", False),
+             [("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
+               "kprobe", "flushdirty"),
+              ("TLB shootdowns (x86)", "irq", "TLB", False),
               ("function-call IPIs (x86)", "irq", "CAL", False),
               ("IPI1 function call (arm64)", "irq", "IPI1", False),
-              ("nr_tlb_remote_flush", "vmstat", "nr_tlb_remote_flush", False),
-              ("pswpout", "vmstat", "pswpout", False)]),
+              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
+              ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
+              ("pswpout", "vmstat", "pswpout", False),
+              ("bogo ops/s (instruction-time)", "rate", "bogo_ops", False)]),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
 SPREAD_TARGET = 0.01
+# the RAM disk the dirty-reclaim workload swaps to (lab_ramswap)
+RAMSWAP_MB = 768
 
 
 def in_series(switch):
@@ -186,6 +193,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  name, mem_mb=2048, cpus=2, icount=True, timeout=4 * 3600,
+                 append=f"brd.rd_nr=1 brd.rd_size={RAMSWAP_MB * 1024}",
                  swap_mb=2048, xfs_mb=3072 if not quick else 1024, echo=echo)
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")

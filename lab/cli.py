@@ -8,6 +8,7 @@
   lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-upstream] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
+  lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
 """
 
 import argparse
@@ -105,13 +106,24 @@ def cmd_test(args):
     from . import testcmd
     only = set(args.only.split(",")) if args.only else None
     return testcmd.main(_arches(args), args.variant, pytest=not args.no_pytest,
-                        own=not args.no_own, upstream=not args.no_upstream, only=only)
+                        own=not args.no_own, upstream=not args.no_upstream, only=only,
+                        harden=not args.no_harden and not only)
 
 
 def cmd_bench(args):
     from . import bench
     return bench.main(_arches(args), workloads=args.workload, quick=args.quick,
                       repeats=args.repeats)
+
+
+def cmd_harden(args):
+    from . import harden
+    minutes, round_s, suite = args.minutes, args.round, not args.no_suite
+    if args.short:
+        minutes, round_s, suite = harden.SHORT_MINUTES, harden.SHORT_ROUND, False
+    if minutes <= 0 or round_s <= 0:
+        raise LabError("--minutes and --round must be positive")
+    return harden.main(_arches(args), args.variant, minutes, round_s, suite)
 
 
 def parser():
@@ -169,6 +181,8 @@ def parser():
     sp.add_argument("--no-pytest", action="store_true")
     sp.add_argument("--no-own", action="store_true", help="skip the project's tests")
     sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
+    sp.add_argument("--no-harden", action="store_true",
+                    help="skip the short form of 'lab harden' (debug kernels)")
     sp.set_defaults(fn=cmd_test)
 
     sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on, stock")
@@ -177,6 +191,20 @@ def parser():
     sp.add_argument("--quick", action="store_true", help="small scale, fewer repeats")
     sp.add_argument("--repeats", type=int, help="maximum repeats per measurement")
     sp.set_defaults(fn=cmd_bench)
+
+    sp = sub.add_parser("harden", help="debug kernels under stress-ng, trinity and "
+                        "switch flips")
+    sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
+    sp.add_argument("-v", "--variant", default="debug", choices=list(config.VARIANTS))
+    sp.add_argument("--minutes", type=float, default=30.0,
+                    help="minutes of load per arch (default 30)")
+    sp.add_argument("--round", type=int, default=300,
+                    help="seconds per round; rounds alternate LRU and MGLRU (default 300)")
+    sp.add_argument("--no-suite", action="store_true",
+                    help="skip the boot that runs the whole guest suite first")
+    sp.add_argument("--short", action="store_true",
+                    help="the CI form: no suite, a few minutes of load")
+    sp.set_defaults(fn=cmd_harden)
     return p
 
 

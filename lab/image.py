@@ -2,9 +2,10 @@
 
 Contents: busybox (Debian's busybox-static for the arch), /init and
 /lab/lib.sh from guest/, the project's test and benchmark programs
-(guest/Makefile, static), the upstream tools/testing/selftests/mm programs
-the suites run (built from the pinned source for the arch, static), and
-stress-ng with its shared libraries (Debian packages for the arch).
+(guest/Makefile, static), /lab/harden.sh, the upstream
+tools/testing/selftests/mm programs the suites run (built from the pinned
+source for the arch, static), and stress-ng and trinity with their shared
+libraries (Debian packages for the arch).
 
 The archive is written with the kernel's own usr/gen_init_cpio, so device
 nodes need no root.  A boot appends a small second archive holding
@@ -27,7 +28,7 @@ SELFTESTS = ["mremap_test", "mremap_dontunmap", "cow", "khugepaged",
 SELFTESTS_ARCH_ONLY = {"soft-dirty": {"x86_64"}}
 
 # Debian packages unpacked into the image, with their library closure.
-DEB_TOOLS = {"stress-ng": ["usr/bin/stress-ng"]}
+DEB_TOOLS = {"stress-ng": ["usr/bin/stress-ng"], "trinity": ["usr/bin/trinity"]}
 
 
 def image_dir(arch_name):
@@ -111,7 +112,9 @@ def fetch_debs(arch_name, log):
     a = config.arch(arch_name)
     root = config.WORK / "debs" / arch_name
     stamp = root / ".done"
-    if stamp.exists():
+    # the stamp names the tools, so adding one to DEB_TOOLS fetches again
+    want = " ".join(["busybox-static"] + sorted(DEB_TOOLS)) + "\n"
+    if stamp.exists() and stamp.read_text() == want:
         return root / "root"
     debdir = root / "debs"
     debdir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +132,7 @@ def fetch_debs(arch_name, log):
         shutil.rmtree(rootdir)
     for deb in sorted(debdir.glob("*.deb")):
         run(["dpkg-deb", "-x", str(deb), str(rootdir)], quiet=True)
-    stamp.write_text("ok\n")
+    stamp.write_text(want)
     return rootdir
 
 
@@ -244,6 +247,7 @@ def build(arch_name):
     cl.lines.append("slink /bin/sh busybox 0777 0 0")
     cl.file("/init", config.GUEST / "init")
     cl.file("/lab/lib.sh", config.GUEST / "lib.sh", 0o644)
+    cl.file("/lab/harden.sh", config.GUEST / "harden.sh")
     cl.tree("/lab", guest)
     for t in selftests_for(arch_name):
         cl.file(f"/lab/selftests/mm/{t}", selftests / t)

@@ -2,7 +2,8 @@
 
 For every arch: build the stock and patched kernels, build the guest image,
 boot each kernel with the test plan, and boot the patched kernel once more
-with a foliobatch= boot parameter.  Verdicts:
+with a foliobatch= boot parameter.  Then, unless harden=False, the short
+form of 'lab harden' on each arch's patched debug kernel.  Verdicts:
   - own tests must pass on both kernels;
   - an upstream selftest leaf that fails on patched but passes on stock is
     a failure; one that fails on stock as well is reported, not counted;
@@ -180,7 +181,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only):
     say(f"{arch_name}/{variant}: done in {t}")
 
 
-def main(arches, variant="default", pytest=True, own=True, upstream=True, only=None):
+def main(arches, variant="default", pytest=True, own=True, upstream=True, only=None,
+         harden=True):
     t = Timer()
     tally = Tally()
     deps.check()
@@ -193,6 +195,15 @@ def main(arches, variant="default", pytest=True, own=True, upstream=True, only=N
         except LabError as e:
             tally.add("fail", f"{arch_name}/{variant}/lab", str(e).splitlines()[0])
             print(str(e), file=sys.stderr)
+    if harden:
+        from . import harden as hd
+        for arch_name in arches:
+            try:
+                hd.harden_arch(tally, arch_name, "debug", int(hd.SHORT_MINUTES * 60),
+                               hd.SHORT_ROUND, suite=False)
+            except LabError as e:
+                tally.add("fail", f"{arch_name}/debug/harden/lab", str(e).splitlines()[0])
+                print(str(e), file=sys.stderr)
     out = config.WORK / "results" / f"test-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps([{"status": s, "name": n, "detail": d}

@@ -4,12 +4,14 @@
  *
  *   benchrun NAME MODE REP -- PROGRAM [ARGS...]
  *
- * Snapshots /proc/vmstat, /proc/interrupts and the mTHP stats, runs PROGRAM
- * with its stdout on a pipe, snapshots again and prints
+ * Snapshots /proc/vmstat, /proc/interrupts, the mTHP stats and the hit
+ * counts of kprobe events (/sys/kernel/tracing/kprobe_profile, when a plan
+ * has set some up), runs PROGRAM with its stdout on a pipe, snapshots again
+ * and prints
  *
  *   BENCH {"workload":..., "mode":..., "rep":..., "exit":...,
  *          "total_ns":..., "metrics":{...}, "vmstat":{...}, "irq":{...},
- *          "mthp":{...}}
+ *          "mthp":{...}, "kprobe":{...}}
  *
  * "metrics" holds what the workload printed as "METRIC <key> <integer>"
  * lines (its own timed phase is "time_ns"); the other maps hold the non-zero
@@ -34,7 +36,7 @@ struct counters {
 	long long val[MAX_KEYS];
 };
 
-static struct counters vm0, vm1, irq0, irq1, thp0, thp1, metrics;
+static struct counters vm0, vm1, irq0, irq1, thp0, thp1, kp0, kp1, metrics;
 
 static void add(struct counters *c, const char *key, long long val)
 {
@@ -104,6 +106,21 @@ static void read_interrupts(struct counters *c)
 		}
 		add(c, label, sum);
 	}
+	fclose(f);
+}
+
+/* kprobe_profile rows are "<event> <hits> <misses>"; the key is the event. */
+static void read_kprobes(struct counters *c)
+{
+	FILE *f = fopen("/sys/kernel/tracing/kprobe_profile", "r");
+	char key[KEY_LEN];
+	long long hits, misses;
+
+	c->n = 0;
+	if (!f)
+		return;
+	while (fscanf(f, "%95s %lld %lld", key, &hits, &misses) == 3)
+		add(c, key, hits);
 	fclose(f);
 }
 
@@ -191,6 +208,7 @@ int main(int argc, char **argv)
 	read_vmstat(&vm0);
 	read_interrupts(&irq0);
 	read_mthp(&thp0);
+	read_kprobes(&kp0);
 	t0 = now_ns();
 	pid = fork();
 	if (pid < 0)
@@ -216,6 +234,7 @@ int main(int argc, char **argv)
 	}
 	waitpid(pid, &status, 0);
 	t1 = now_ns();
+	read_kprobes(&kp1);
 	read_vmstat(&vm1);
 	read_interrupts(&irq1);
 	read_mthp(&thp1);
@@ -231,6 +250,7 @@ int main(int argc, char **argv)
 	print_delta("vmstat", &vm0, &vm1);
 	print_delta("irq", &irq0, &irq1);
 	print_delta("mthp", &thp0, &thp1);
+	print_delta("kprobe", &kp0, &kp1);
 	printf("}\n");
 	return code;
 }

@@ -1,0 +1,215 @@
+"""Harden: the whole series under abuse, on the debug variant.
+
+For each arch, on the patched kernel of a variant (debug by default:
+KASAN, PROVE_LOCKING, DEBUG_VM, DEBUG_VM_PGTABLE, PAGE_TABLE_CHECK) with
+every switch on at boot:
+  1. the whole guest suite (own tests and upstream selftests), unless
+     suite=False (the short form, which CI runs after 'lab test' has run
+     the suite on the default variant);
+  2. guest/harden.sh for a bounded time: stress-ng's memory stressors and
+     trinity (vm system calls only) in a memory cgroup with swap, the
+     stamp data-integrity check, and random switch flips throughout.
+A boot fails on any kernel report (results.REPORTS: oops, BUG, WARNING,
+KASAN, lockdep, Bad rss-counter, page-table-check, ...), on a
+data-integrity mismatch (stress-ng --verify or stamp), and on any load
+that did not run (no operations counted).
+"""
+
+import glob
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import build, config, image, results, run, suites
+from .util import Timer, say
+
+# The short form: what 'lab test' (and so CI) runs after the suites.
+SHORT_MINUTES = 2.0
+SHORT_ROUND = 60
+
+LINE_RE = re.compile(r"^(HARDEN-[A-Z]+)\s*(.*)$")
+
+
+@dataclass
+class Load:
+    """What one harden.sh boot reported."""
+    rounds: int = 0
+    seconds: float = 0.0
+    done: bool = False
+    stress: Counter = field(default_factory=Counter)   # stressor -> bogo ops
+    trinity: int = 0
+    trinity_rounds: int = 0
+    stamp_passes: int = 0
+    stamp_checks: int = 0
+    stamp_mismatches: int = 0
+    stamp_rounds: int = 0
+    flip_writes: int = 0
+    flip_changes: int = 0
+    fails: list = field(default_factory=list)
+
+    def summary(self):
+        ops = ", ".join(f"{k} {v}" for k, v in sorted(self.stress.items()))
+        return (f"{self.seconds / 60:.1f} min of load in {self.rounds} rounds; "
+                f"stress-ng {sum(self.stress.values())} bogo ops ({ops}); "
+                f"trinity {self.trinity} system calls; stamp {self.stamp_passes} "
+                f"passes, {self.stamp_checks} page checks, {self.stamp_mismatches} "
+                f"mismatches; {self.flip_writes} switch writes "
+                f"({self.flip_changes} changed a value)")
+
+
+def parse_load(text):
+    """Fold the HARDEN-* lines of a console into a Load."""
+    ld = Load()
+    for line in text.splitlines():
+        m = LINE_RE.match(line.strip())
+        if not m:
+            continue
+        key, rest = m.group(1), m.group(2).split()
+        if key == "HARDEN-ROUND":
+            ld.rounds += 1
+        elif key == "HARDEN-STRESS" and len(rest) == 2:
+            ld.stress[rest[0]] += int(rest[1])
+        elif key == "HARDEN-TRINITY" and rest:
+            ld.trinity += int(rest[0])
+            ld.trinity_rounds += 1
+        elif key == "HARDEN-STAMP" and len(rest) == 3:
+            ld.stamp_passes += int(rest[0])
+            ld.stamp_checks += int(rest[1])
+            ld.stamp_mismatches += int(rest[2])
+            ld.stamp_rounds += 1
+        elif key == "HARDEN-FLIPS" and len(rest) == 2:
+            ld.flip_writes += int(rest[0])
+            ld.flip_changes += int(rest[1])
+        elif key == "HARDEN-FAIL":
+            ld.fails.append(" ".join(rest))
+        elif key == "HARDEN-DONE":
+            ld.done = True
+            kv = dict(x.split("=", 1) for x in rest if "=" in x)
+            ld.seconds = float(kv.get("seconds", 0))
+    return ld
+
+
+def verdicts(ld, want_seconds):
+    """(status, what, detail) rows for a Load."""
+    rows = []
+
+    def row(ok, what, detail):
+        rows.append(("pass" if ok else "fail", what, detail))
+
+    row(ld.done and ld.seconds >= 0.9 * want_seconds, "load-time",
+        f"{ld.seconds:.0f} s of {want_seconds} s" if ld.done else "harden.sh never finished")
+    stress_fails = [f for f in ld.fails if f.startswith("stress-ng")]
+    row(sum(ld.stress.values()) > 0 and not stress_fails, "stress-ng",
+        "; ".join(stress_fails) or f"{sum(ld.stress.values())} bogo ops")
+    trin_fails = [f for f in ld.fails if f.startswith("trinity")]
+    row(ld.trinity > 0 and not trin_fails and ld.trinity_rounds == ld.rounds, "trinity",
+        "; ".join(trin_fails) or f"{ld.trinity} system calls")
+    stamp_fails = [f for f in ld.fails if f.startswith("stamp")]
+    row(ld.stamp_passes > 0 and ld.stamp_mismatches == 0 and not stamp_fails
+        and ld.stamp_rounds == ld.rounds, "data-integrity",
+        "; ".join(stamp_fails) or f"{ld.stamp_mismatches} mismatches in "
+        f"{ld.stamp_checks} page checks")
+    flip_fails = [f for f in ld.fails if f.startswith("switch")]
+    row(ld.flip_changes > 0 and not flip_fails, "switch-flips",
+        "; ".join(flip_fails) or f"{ld.flip_writes} writes, {ld.flip_changes} changes")
+    other = [f for f in ld.fails if not f.startswith(("stress-ng", "trinity", "stamp",
+                                                      "switch"))]
+    if other:
+        row(False, "setup", "; ".join(other))
+    return rows
+
+
+def known_stock_failures(arch_name):
+    """Upstream leaves listed as STOCK-FAIL by the newest 'lab test' of an arch."""
+    files = sorted(glob.glob(str(config.WORK / "results" / "test-*.json")))
+    for f in reversed(files):
+        rows = json.loads(open(f).read())
+        mine = [r for r in rows if r["name"].startswith(f"{arch_name}/")]
+        if mine:
+            return {r["name"].split("/", 3)[3] for r in mine
+                    if r["status"] in ("stockfail", "flaky")}
+    return set()
+
+
+def run_suite(tally, arch_name, variant):
+    from .testcmd import boot_and_parse, boot_problems
+    prefix = f"{arch_name}/{variant}/harden-suite"
+    b = boot_and_parse(arch_name, "patched", variant, suites.test_plan(arch_name),
+                       "harden-suite", timeout=4 * 3600)
+    for what, detail in boot_problems(b):
+        tally.add("fail", f"{prefix}/{what}", detail)
+    known = known_stock_failures(arch_name)
+    for r in results.parse(b.text()):
+        status, detail = r.status, r.detail if r.status != "pass" else ""
+        if status == "fail" and suites.is_upstream(r.program) and r.name in known:
+            status, detail = "stockfail", "fails on stock 6.12 too (last 'lab test')"
+        tally.add(status, f"{prefix}/{r.name}", detail)
+
+
+def run_load(tally, arch_name, variant, seconds, round_s):
+    prefix = f"{arch_name}/{variant}/harden"
+    kernel = build.image_path(arch_name, variant, "patched")
+    name = f"{arch_name}-{variant}-patched-harden"
+    plan = f". /lab/lib.sh\n/lab/harden.sh {seconds} {round_s}\n"
+    env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": "patched", "LAB_VARIANT": variant}
+
+    def echo(line):
+        if line.startswith(("HARDEN-ROUND", "HARDEN-FAIL", "HARDEN-DONE", "LAB-")):
+            print(f"  [{name}] {line}", flush=True)
+
+    say(f"booting {name}: {seconds} s of load in rounds of {round_s} s")
+    b = run.boot(arch_name, kernel, plan, env, name, mem_mb=2048, cpus=2,
+                 timeout=2 * seconds + 1800, swap_mb=2048, xfs_mb=2048, echo=echo)
+    say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
+    from .testcmd import boot_problems
+    for what, detail in boot_problems(b):
+        tally.add("fail", f"{prefix}/{what}", detail)
+    ld = parse_load(b.text())
+    reports = results.kernel_reports(b.text())
+    for status, what, detail in verdicts(ld, seconds):
+        tally.add(status, f"{prefix}/{what}", detail)
+    say(f"{prefix}: {ld.summary()}; {len(reports)} kernel reports")
+    return {"arch": arch_name, "variant": variant, "console": str(b.console),
+            "wall_s": round(b.wall), "load": {
+                "seconds": ld.seconds, "rounds": ld.rounds,
+                "stress_bogo_ops": dict(ld.stress), "trinity_syscalls": ld.trinity,
+                "stamp": [ld.stamp_passes, ld.stamp_checks, ld.stamp_mismatches],
+                "switch_writes": ld.flip_writes, "switch_changes": ld.flip_changes,
+                "fails": ld.fails}, "kernel_reports": reports}
+
+
+def harden_arch(tally, arch_name, variant="debug", seconds=1800, round_s=300,
+                suite=True):
+    """Build, then the suite (optional) and the load; rows go to tally."""
+    t = Timer()
+    build.build(arch_name, variant, "patched")
+    image.build(arch_name)
+    if suite:
+        run_suite(tally, arch_name, variant)
+    rec = run_load(tally, arch_name, variant, seconds, round_s)
+    say(f"{arch_name}/{variant}: harden done in {t}")
+    return rec
+
+
+def main(arches, variant="debug", minutes=30.0, round_s=300, suite=True):
+    from .testcmd import Tally
+    from . import deps, source
+    t = Timer()
+    tally = Tally()
+    deps.check()
+    source.apply()
+    seconds = int(minutes * 60)
+    recs = [harden_arch(tally, a, variant, seconds, min(round_s, seconds), suite)
+            for a in arches]
+    out = config.WORK / "results" / f"harden-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"runs": recs, "rows": tally.rows}, indent=1))
+    fails = [r for r in tally.rows if r[0] == "fail"]
+    print()
+    say(f"results: {out}  (total time {t})")
+    for s, n, d in fails:
+        print(f"FAILED: {n}  {d}")
+    print(f"{tally.count('pass')} passed, {len(fails)} failed")
+    return 1 if fails else 0
