@@ -129,7 +129,7 @@ one_round() {
 		tail -n 5 $OUT/trinity.$n | lab_indent
 		fail "trinity did not report its count (exit $rc, round $n)"
 	fi
-	grep -i "tainted" $OUT/trinity.$n | lab_indent
+	grep -i -E "tainted|Enabled [0-9]+ .*syscalls" $OUT/trinity.$n | lab_indent
 
 	wait $stamp_pid
 	rc=$?

@@ -81,6 +81,9 @@ lab_ramswap() {
 	for dev in $(awk 'NR > 1 { print $1 }' /proc/swaps); do
 		swapoff "$dev" || echo "# lab: could not swapoff $dev"
 	done
+	# write the whole disk once, so that brd allocates its pages now and
+	# not during the first measured run
+	dd if=/dev/zero of=/dev/ram0 bs=1M 2> /dev/null
 	mkswap /dev/ram0 > /dev/null && swapon /dev/ram0 ||
 		echo "# lab: could not swap on /dev/ram0"
 }

@@ -100,15 +100,15 @@ WORKLOADS = [
              "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
              [("pgsteal_file", "vmstat", "pgsteal_file"),
               ("pgscan_file", "vmstat", "pgscan_file")]),
-    Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg limited to a "
+    Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg whose memory.high is a "
              "quarter of its working set, swap on a RAM disk",
              _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "
              "lab_thp_only none; lab_ramswap; "
              "lab_kprobe flushdirty try_to_unmap_flush_dirty",
              ["/lab/bench/dirtyreclaim", "2", "512", "400"],
              ["/lab/bench/dirtyreclaim", "2", "256", "100"],
-             "2 workers, 512 MB in a 128 MB memcg, 400 ops each",
-             "2 workers, 256 MB in a 64 MB memcg, 100 ops each",
+             "2 workers, 512 MB, memory.high 128 MB, 400 ops each",
+             "2 workers, 256 MB, memory.high 64 MB, 100 ops each",
              "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
              [("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
                "kprobe", "flushdirty"),
@@ -118,6 +118,8 @@ WORKLOADS = [
               ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
               ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
               ("pswpout", "vmstat", "pswpout", False),
+              ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
+               False),
               ("bogo ops/s (instruction-time)", "rate", "bogo_ops", False)]),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}

@@ -13,13 +13,17 @@
  *
  *   dirtyreclaim [WORKERS] [TOTAL_MB] [OPS]     (default 2, 256 MB, 200)
  *
- * Prints METRIC time_ns (stress-ng's whole run), bogo_ops, limit_kb and the
+ * Prints METRIC time_ns (stress-ng's whole run), cpu_ns (user and system
+ * time of stress-ng and its workers, which under icount is instructions
+ * executed, reclaim in their context included, throttling sleeps not),
+ * bogo_ops, limit_kb and the
  * number of OOM kills in the cgroup; exits 3 (run not valid) if that is
  * not 0.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +58,7 @@ int main(int argc, char **argv)
 	long ops = argc > 3 ? atol(argv[3]) : 200;
 	char w[16], bytes[32], o[32], limit[32];
 	long long t0, t1;
+	struct rusage ru;
 	long kills;
 	int status;
 	pid_t pid;
@@ -80,6 +85,11 @@ int main(int argc, char **argv)
 	waitpid(pid, &status, 0);
 	t1 = now_ns();
 	printf("METRIC time_ns %lld\n", t1 - t0);
+	/* stress-ng and its workers, reclaim in their context included */
+	getrusage(RUSAGE_CHILDREN, &ru);
+	printf("METRIC cpu_ns %lld\n",
+	       (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL);
 	printf("METRIC bogo_ops %ld\n", ops * workers);
 	printf("METRIC limit_kb %ld\n", total / 4 * 1024);
 	kills = oom_kills();
