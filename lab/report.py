@@ -22,10 +22,6 @@ def spread(values):
 
 
 def _value(rec, source, key):
-    if source == "rate":
-        # a metric per second of the run's instruction-time
-        t = instr_time(rec)
-        return rec["metrics"].get(key, 0) * 1e9 / t if t else 0
     if source == "metrics":
         return rec["metrics"].get(key, 0)
     return rec.get(source, {}).get(key, 0)

@@ -81,3 +81,10 @@ def test_report_writes_markdown_html_and_png(tmp_path):
                         lambda s: False)
     assert page.exists() and (tmp_path / "x86_64.png").stat().st_size > 1000
     assert "not in series" in (tmp_path / "report.md").read_text()
+
+
+def test_kprobe_counts_are_a_source_like_vmstat():
+    from lab import report
+    rec = {"metrics": {}, "total_ns": 1, "kprobe": {"flushdirty": 7}}
+    assert report._value(rec, "kprobe", "flushdirty") == 7
+    assert report._value({"metrics": {}, "total_ns": 1}, "kprobe", "flushdirty") == 0
