@@ -122,6 +122,24 @@ WORKLOADS = [
               ("pswpout", "vmstat", "pswpout", False),
               ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
                False)]),
+    Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
+             "exactly, so the measured phase is the worker's CPU time "
+             "(instructions, throttling sleeps excluded)",
+             _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "
+             "lab_thp_only none; lab_ramswap; "
+             "lab_kprobe flushdirty try_to_unmap_flush_dirty",
+             ["/lab/bench/dirtyreclaim", "1", "256", "200", "cpu"],
+             ["/lab/bench/dirtyreclaim", "1", "128", "100", "cpu"],
+             "1 worker, 256 MB, memory.high 64 MB, 200 ops",
+             "1 worker, 128 MB, memory.high 32 MB, 100 ops",
+             "bogo ops/s +26.9% (16 workers)",
+             [("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
+               "kprobe", "flushdirty"),
+              ("pswpout", "vmstat", "pswpout"),
+              ("elapsed instruction-time (ns, throttling included)", "metrics",
+               "elapsed_ns", False),
+              ("TLB shootdowns (x86)", "irq", "TLB", False),
+              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)]),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
