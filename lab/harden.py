@@ -143,8 +143,9 @@ def known_stock_failures(arch_name):
 def run_suite(tally, arch_name, variant):
     from .testcmd import boot_and_parse, boot_problems
     prefix = f"{arch_name}/{variant}/harden-suite"
-    b = boot_and_parse(arch_name, "patched", variant, suites.test_plan(arch_name),
-                       "harden-suite", timeout=4 * 3600)
+    b = boot_and_parse(arch_name, "patched", variant,
+                       suites.test_plan(arch_name, variant=variant),
+                       "harden-suite", timeout=6 * 3600)
     for what, detail in boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
     known = known_stock_failures(arch_name)

@@ -136,7 +136,7 @@ def retry_regressions(arch_name, variant, rows, attempts=2):
         if not todo:
             break
         say(f"re-running on patched (attempt {attempt}): {', '.join(todo)}")
-        plan = suites.test_plan(arch_name, only=set(todo))
+        plan = suites.test_plan(arch_name, only=set(todo), variant=variant)
         b = boot_and_parse(arch_name, "patched", variant, plan, f"retry{attempt}")
         leaves = {r.name: r for r in results.parse(b.text())}
         if boot_problems(b):
@@ -161,7 +161,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only):
     for flavour in config.FLAVOURS:
         build.build(arch_name, variant, flavour)
     image.build(arch_name)
-    plan = suites.test_plan(arch_name, own=own, upstream=upstream, only=only)
+    plan = suites.test_plan(arch_name, own=own, upstream=upstream, only=only,
+                            variant=variant)
     per_flavour = {}
     for flavour in config.FLAVOURS:
         b = boot_and_parse(arch_name, flavour, variant, plan, "tests")

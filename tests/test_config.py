@@ -54,6 +54,12 @@ def test_plan_runs_each_program_with_a_timeout():
     assert "lab_run soft-dirty" in suites.test_plan("x86_64")
 
 
+def test_debug_plan_scales_timeouts():
+    plan = suites.test_plan("arm64", variant="debug")
+    assert "lab_run transhuge-stress 480 /lab/selftests/mm/transhuge-stress" in plan
+    assert "lab_run split_huge_page_test 2400 " in plan
+
+
 def test_cpio_list_creates_parent_dirs_once(tmp_path):
     cl = image.CpioList()
     cl.file("/lab/tests/a", tmp_path / "a")
