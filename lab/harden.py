@@ -159,7 +159,9 @@ def run_suite(tally, arch_name, variant):
 def run_load(tally, arch_name, variant, seconds, round_s):
     prefix = f"{arch_name}/{variant}/harden"
     kernel = build.image_path(arch_name, variant, "patched")
-    name = f"{arch_name}-{variant}-patched-harden"
+    # the load length in the name: the short form must not overwrite the
+    # console of a long run
+    name = f"{arch_name}-{variant}-patched-harden-{seconds}s"
     plan = f". /lab/lib.sh\n/lab/harden.sh {seconds} {round_s}\n"
     env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": "patched", "LAB_VARIANT": variant}
 
