@@ -43,6 +43,10 @@ def _onoff(switch, **others):
     return {"off": {switch: 0, **others}, "on": {switch: 1, **others}}
 
 
+# dirty-reclaim(-1w): classic LRU, 4 kB pages, swap on the RAM disk, and the
+# kprobe that counts reclaim's TLB flushes before writeback
+DIRTY_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
+               "lab_ramswap; lab_kprobe flushdirty try_to_unmap_flush_dirty")
 MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
 WORKLOADS = [
     Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
@@ -102,9 +106,7 @@ WORKLOADS = [
               ("pgscan_file", "vmstat", "pgscan_file")]),
     Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg whose memory.high is a "
              "quarter of its working set, swap on a RAM disk",
-             _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "
-             "lab_thp_only none; lab_ramswap; "
-             "lab_kprobe flushdirty try_to_unmap_flush_dirty",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
              ["/lab/bench/dirtyreclaim", "2", "512", "400"],
              ["/lab/bench/dirtyreclaim", "2", "256", "100"],
              "2 workers, 512 MB, memory.high 128 MB, 400 ops each",
@@ -125,9 +127,7 @@ WORKLOADS = [
     Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
              "exactly, so the measured phase is the worker's CPU time "
              "(instructions, throttling sleeps excluded)",
-             _onoff("reclaim_tlb_batch"), "lab_sysfs /sys/kernel/mm/lru_gen/enabled n; "
-             "lab_thp_only none; lab_ramswap; "
-             "lab_kprobe flushdirty try_to_unmap_flush_dirty",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
              ["/lab/bench/dirtyreclaim", "1", "256", "200", "cpu"],
              ["/lab/bench/dirtyreclaim", "1", "128", "100", "cpu"],
              "1 worker, 256 MB, memory.high 64 MB, 200 ops",

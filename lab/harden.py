@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import build, config, image, results, run, suites
+from . import build, config, deps, image, results, run, source, suites, testcmd
 from .util import Timer, say
 
 # The short form: what 'lab test' (and so CI) runs after the suites.
@@ -141,12 +141,11 @@ def known_stock_failures(arch_name):
 
 
 def run_suite(tally, arch_name, variant):
-    from .testcmd import boot_and_parse, boot_problems
     prefix = f"{arch_name}/{variant}/harden-suite"
-    b = boot_and_parse(arch_name, "patched", variant,
-                       suites.test_plan(arch_name, variant=variant),
-                       "harden-suite", timeout=6 * 3600)
-    for what, detail in boot_problems(b):
+    b = testcmd.boot_and_parse(arch_name, "patched", variant,
+                               suites.test_plan(arch_name, variant=variant),
+                               "harden-suite", timeout=6 * 3600)
+    for what, detail in testcmd.boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
     known = known_stock_failures(arch_name)
     for r in results.parse(b.text()):
@@ -173,8 +172,7 @@ def run_load(tally, arch_name, variant, seconds, round_s):
     b = run.boot(arch_name, kernel, plan, env, name, mem_mb=2048, cpus=2,
                  timeout=2 * seconds + 1800, swap_mb=2048, xfs_mb=2048, echo=echo)
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
-    from .testcmd import boot_problems
-    for what, detail in boot_problems(b):
+    for what, detail in testcmd.boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
     ld = parse_load(b.text())
     reports = results.kernel_reports(b.text())
@@ -204,10 +202,8 @@ def harden_arch(tally, arch_name, variant="debug", seconds=1800, round_s=300,
 
 
 def main(arches, variant="debug", minutes=30.0, round_s=300, suite=True):
-    from .testcmd import Tally
-    from . import deps, source
     t = Timer()
-    tally = Tally()
+    tally = testcmd.Tally()
     deps.check()
     source.apply()
     seconds = int(minutes * 60)
@@ -216,10 +212,4 @@ def main(arches, variant="debug", minutes=30.0, round_s=300, suite=True):
     out = config.WORK / "results" / f"harden-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"runs": recs, "rows": tally.rows}, indent=1))
-    fails = [r for r in tally.rows if r[0] == "fail"]
-    print()
-    say(f"results: {out}  (total time {t})")
-    for s, n, d in fails:
-        print(f"FAILED: {n}  {d}")
-    print(f"{tally.count('pass')} passed, {len(fails)} failed")
-    return 1 if fails else 0
+    return tally.finish(out, t)

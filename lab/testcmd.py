@@ -36,6 +36,24 @@ class Tally:
     def count(self, status):
         return sum(1 for r in self.rows if r[0] == status)
 
+    def finish(self, out, timer):
+        """Print the summary and the 'N passed, N failed' line; return the
+        exit status (1 on any failure)."""
+        fails = [r for r in self.rows if r[0] == "fail"]
+        print()
+        say(f"results: {out}  (total time {timer})")
+        if self.count("stockfail"):
+            say(f"{self.count('stockfail')} upstream selftest leaves fail on stock "
+                "6.12 too (listed as STOCK-FAIL above; not counted)")
+        if self.count("flaky"):
+            say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
+                "but passed when re-run (listed as FLAKY above; not counted)")
+        say(f"{self.count('skip')} skipped")
+        for s, n, d in fails:
+            print(f"FAILED: {n}  {d}")
+        print(f"{self.count('pass')} passed, {len(fails)} failed")
+        return 1 if fails else 0
+
 
 def run_pytest(tally):
     xml = config.WORK / "results" / "pytest.xml"
@@ -198,7 +216,7 @@ def main(arches, variant="default", pytest=True, own=True, upstream=True, only=N
             tally.add("fail", f"{arch_name}/{variant}/lab", str(e).splitlines()[0])
             print(str(e), file=sys.stderr)
     if harden:
-        from . import harden as hd
+        from . import harden as hd     # harden imports this module
         for arch_name in [a for a in arches if a in hd.SHORT_ARCHES]:
             try:
                 hd.harden_arch(tally, arch_name, "debug", int(hd.SHORT_MINUTES * 60),
@@ -210,19 +228,4 @@ def main(arches, variant="default", pytest=True, own=True, upstream=True, only=N
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
                                for s, n, d in tally.rows], indent=1))
-    fails = [r for r in tally.rows if r[0] == "fail"]
-    stockfails = [r for r in tally.rows if r[0] == "stockfail"]
-    print()
-    say(f"results: {out}  (total time {t})")
-    if stockfails:
-        say(f"{len(stockfails)} upstream selftest leaves fail on stock 6.12 too "
-            "(listed as STOCK-FAIL above; not counted)")
-    flaky = [r for r in tally.rows if r[0] == "flaky"]
-    if flaky:
-        say(f"{len(flaky)} upstream selftest leaves failed on patched but passed "
-            "when re-run (listed as FLAKY above; not counted)")
-    say(f"{tally.count('skip')} skipped")
-    for s, n, d in fails:
-        print(f"FAILED: {n}  {d}")
-    print(f"{tally.count('pass')} passed, {len(fails)} failed")
-    return 1 if fails else 0
+    return tally.finish(out, t)
