@@ -1,4 +1,13 @@
-"""Deps: check (and with --install, install) what the lab needs on the host."""
+"""Deps: check (and with --install, install) what the lab needs on the host.
+
+The rule: every program the lab runs on the host, and every program the
+kernel and guest builds run, comes from a Debian package named here.
+Packages marked 'Essential: yes' are on every Debian system and cannot be
+removed without force, so their programs need not be installed; they are
+listed in ESSENTIAL instead, which tests/test_deps.py treats as the only
+exception.  Everything else must be in COMMANDS (a program) or PACKAGES
+(headers, libraries and Python modules, which have no program).
+"""
 
 import os
 import shutil
@@ -6,19 +15,53 @@ import subprocess
 
 from .util import LabError, run, say
 
-# command -> Debian package providing it
+# command -> Debian package providing it (none of them Essential)
 COMMANDS = {
-    "make": "make", "gcc": "gcc", "git": "git", "bc": "bc", "bison": "bison",
-    "flex": "flex", "cpio": "cpio", "xz": "xz-utils", "ccache": "ccache",
-    "readelf": "binutils", "dpkg-deb": "dpkg", "apt-get": "apt",
+    # kernel builds: make, the compilers, and what Kbuild runs besides
+    "make": "make", "gcc": "gcc", "bc": "bc", "bison": "bison", "flex": "flex",
+    "perl": "perl",
+    # Kbuild's $(AWK); mawk is priority 'required' but not Essential
+    "awk": "mawk",
+    # the x86_64 bzImage is xz-compressed (tinyconfig sets KERNEL_XZ)
+    "xz": "xz-utils",
+    "cpio": "cpio",
+    # make headers_install copies the UAPI headers with rsync
+    "rsync": "rsync",
+    "ccache": "ccache",
     "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu",
+    # the source tree, the series, checkpatch -g
+    "git": "git",
+    # the source package and the guest's Debian packages
+    "apt-get": "apt", "apt-cache": "apt",
+    # the guest image: shared libraries of stress-ng and trinity
+    "readelf": "binutils",
+    # boots: QEMU and the fresh XFS disk
     "qemu-system-x86_64": "qemu-system-x86",
     "qemu-system-aarch64": "qemu-system-arm",
-    "mkfs.xfs": "xfsprogs", "perl": "perl",
+    "mkfs.xfs": "xfsprogs",
+    # the lab itself runs on it (.ci/run installs it before anything else)
+    "python3": "python3",
 }
 # headers/libraries/python modules that have no command
-PACKAGES = ["libelf-dev", "libssl-dev", "libc6-dev-arm64-cross", "python3-matplotlib",
-            "python3-pytest", "python3-ply", "ca-certificates"]
+PACKAGES = [
+    "libelf-dev", "libssl-dev",
+    # libc headers and libc.a: gen_init_cpio, the static x86_64 guest
+    # programs and selftests (gcc only recommends it)
+    "libc6-dev",
+    "libc6-dev-arm64-cross",
+    "python3-matplotlib", "python3-pytest", "python3-ply", "ca-certificates",
+]
+# Programs from Essential packages (program -> package): always present,
+# never installed.  Only these may be run without an entry in COMMANDS.
+ESSENTIAL = {
+    "tar": "tar",                 # unpacking the source tarball
+    "dpkg": "dpkg", "dpkg-query": "dpkg", "dpkg-deb": "dpkg",
+    "sh": "dash", "bash": "bash",  # merge_config.sh, Kbuild, .ci/run
+    "sed": "sed", "grep": "grep", "find": "findutils", "xargs": "findutils",
+    "gzip": "gzip", "cmp": "diffutils", "diff": "diffutils",
+    "cat": "coreutils", "mkdir": "coreutils", "rm": "coreutils",
+    "uname": "coreutils",
+}
 FOREIGN_ARCH = "arm64"   # for apt-get download of arm64 guest packages
 
 
