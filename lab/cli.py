@@ -103,11 +103,16 @@ def cmd_boot(args):
 
 
 def cmd_test(args):
-    from . import testcmd
+    from . import harden, testcmd
+    from .tally import Tally
     only = set(args.only.split(",")) if args.only else None
-    return testcmd.main(_arches(args), args.variant, pytest=not args.no_pytest,
-                        own=not args.no_own, upstream=not args.no_upstream, only=only,
-                        harden=not args.no_harden and not only)
+    arches = _arches(args)
+    tally = Tally()
+    testcmd.main(tally, arches, args.variant, pytest=not args.no_pytest,
+                 own=not args.no_own, upstream=not args.no_upstream, only=only)
+    if not args.no_harden and not only:
+        harden.short_form(tally, arches)
+    return tally.finish(testcmd.save(tally))
 
 
 def cmd_bench(args):
@@ -117,10 +122,10 @@ def cmd_bench(args):
 
 
 def cmd_harden(args):
-    from . import harden
+    from . import harden, suites
     minutes, round_s, suite = args.minutes, args.round, not args.no_suite
     if args.short:
-        minutes, round_s, suite = harden.SHORT_MINUTES, harden.SHORT_ROUND, False
+        minutes, round_s, suite = suites.SHORT_MINUTES, suites.SHORT_ROUND, False
     if minutes <= 0 or round_s <= 0:
         raise LabError("--minutes and --round must be positive")
     return harden.main(_arches(args), args.variant, minutes, round_s, suite)

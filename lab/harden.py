@@ -18,23 +18,15 @@ that did not run (no operations counted).
 import glob
 import json
 import re
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import build, config, deps, image, results, run, source, suites, testcmd
-from .util import Timer, say
-
-# The short form: what 'lab test' (and so CI) runs after the suites.
-SHORT_MINUTES = 2.0
-SHORT_ROUND = 60
-# ... and on which arches.  A cold CI run must stay under 60 minutes; the
-# debug kernels are the largest builds (about 7 min x86_64, 6 min arm64 on
-# 2 cores), and four default kernels, their test boots and this already
-# take about 45.  arm64 carries most of the series' arch code (contpte
-# young batching, the TLB-batch range), so it is the one CI hardens; the
-# long form ('lab harden') runs both.
-SHORT_ARCHES = ("arm64",)
+from . import build, config, deps, image, results, run, source, suites
+from .tally import Tally
+from .testboot import boot_and_parse, boot_problems
+from .util import LabError, Timer, say
 
 LINE_RE = re.compile(r"^(HARDEN-[A-Z]+)\s*(.*)$")
 
@@ -142,10 +134,10 @@ def known_stock_failures(arch_name):
 
 def run_suite(tally, arch_name, variant):
     prefix = f"{arch_name}/{variant}/harden-suite"
-    b = testcmd.boot_and_parse(arch_name, "patched", variant,
-                               suites.test_plan(arch_name, variant=variant),
-                               "harden-suite", timeout=6 * 3600)
-    for what, detail in testcmd.boot_problems(b):
+    b = boot_and_parse(arch_name, "patched", variant,
+                       suites.test_plan(arch_name, variant=variant),
+                       "harden-suite", timeout=6 * 3600)
+    for what, detail in boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
     known = known_stock_failures(arch_name)
     for r in results.parse(b.text()):
@@ -172,7 +164,7 @@ def run_load(tally, arch_name, variant, seconds, round_s):
     b = run.boot(arch_name, kernel, plan, env, name, mem_mb=2048, cpus=2,
                  timeout=2 * seconds + 1800, swap_mb=2048, xfs_mb=2048, echo=echo)
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
-    for what, detail in testcmd.boot_problems(b):
+    for what, detail in boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
     ld = parse_load(b.text())
     reports = results.kernel_reports(b.text())
@@ -201,9 +193,20 @@ def harden_arch(tally, arch_name, variant="debug", seconds=1800, round_s=300,
     return rec
 
 
+def short_form(tally, arches):
+    """What 'lab test' runs last: the load alone, for suites.SHORT_MINUTES,
+    on the patched debug kernel of the arches in suites.SHORT_ARCHES."""
+    for arch_name in [a for a in arches if a in suites.SHORT_ARCHES]:
+        try:
+            harden_arch(tally, arch_name, "debug", int(suites.SHORT_MINUTES * 60),
+                        suites.SHORT_ROUND, suite=False)
+        except LabError as e:
+            tally.add("fail", f"{arch_name}/debug/harden/lab", str(e).splitlines()[0])
+            print(str(e), file=sys.stderr)
+
+
 def main(arches, variant="debug", minutes=30.0, round_s=300, suite=True):
-    t = Timer()
-    tally = testcmd.Tally()
+    tally = Tally()
     deps.check()
     source.apply()
     seconds = int(minutes * 60)
@@ -212,4 +215,4 @@ def main(arches, variant="debug", minutes=30.0, round_s=300, suite=True):
     out = config.WORK / "results" / f"harden-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"runs": recs, "rows": tally.rows}, indent=1))
-    return tally.finish(out, t)
+    return tally.finish(out)

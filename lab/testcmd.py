@@ -2,15 +2,15 @@
 
 For every arch: build the stock and patched kernels, build the guest image,
 boot each kernel with the test plan, and boot the patched kernel once more
-with a foliobatch= boot parameter.  Then, unless harden=False, the short
-form of 'lab harden' on the patched debug kernel of the arches in
-harden.SHORT_ARCHES.  Verdicts:
+with a foliobatch= boot parameter.  (cli.cmd_test then adds the short form
+of 'lab harden' to the same tally; see harden.short_form.)  Verdicts:
   - own tests must pass on both kernels;
   - an upstream selftest leaf that fails on patched but passes on stock is
     a failure; one that fails on stock as well is reported, not counted;
   - a boot that does not reach the plan, does not finish, or whose console
     shows a kernel report (oops, BUG, WARNING, KASAN, lockdep, ...) fails.
-The last line is 'N passed, N failed'; the exit status is 1 on any failure.
+The last line is 'N passed, N failed' (Tally.finish); the exit status is 1 on
+any failure.
 """
 
 import json
@@ -19,40 +19,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from . import build, config, deps, image, results, run, source, suites
+from . import build, config, deps, image, results, source, suites
+from .testboot import boot_and_parse, boot_problems
 from .util import LabError, Timer, say
-
-
-class Tally:
-    def __init__(self):
-        self.rows = []          # (status, name, detail)
-
-    def add(self, status, name, detail=""):
-        self.rows.append((status, name, detail))
-        tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
-               "stockfail": "STOCK-FAIL", "flaky": "FLAKY"}[status]
-        print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
-
-    def count(self, status):
-        return sum(1 for r in self.rows if r[0] == status)
-
-    def finish(self, out, timer):
-        """Print the summary and the 'N passed, N failed' line; return the
-        exit status (1 on any failure)."""
-        fails = [r for r in self.rows if r[0] == "fail"]
-        print()
-        say(f"results: {out}  (total time {timer})")
-        if self.count("stockfail"):
-            say(f"{self.count('stockfail')} upstream selftest leaves fail on stock "
-                "6.12 too (listed as STOCK-FAIL above; not counted)")
-        if self.count("flaky"):
-            say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
-                "but passed when re-run (listed as FLAKY above; not counted)")
-        say(f"{self.count('skip')} skipped")
-        for s, n, d in fails:
-            print(f"FAILED: {n}  {d}")
-        print(f"{self.count('pass')} passed, {len(fails)} failed")
-        return 1 if fails else 0
 
 
 def run_pytest(tally):
@@ -76,41 +45,6 @@ def run_pytest(tally):
             tally.add("pass", name)
     if p.returncode not in (0, 1):
         print(p.stdout + p.stderr)
-
-
-def echo_progress(prefix):
-    def echo(line):
-        if results.TOP_RE.match(line) or line.startswith(("LAB-", "# lab: start")):
-            print(f"  [{prefix}] {line}", flush=True)
-    return echo
-
-
-def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
-                   mem_mb=2048, timeout=3600):
-    kernel = build.image_path(arch_name, variant, flavour)
-    env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
-    name = f"{arch_name}-{variant}-{flavour}-{tag}"
-    say(f"booting {name}")
-    b = run.boot(arch_name, kernel, plan, env, name, append=append, cpus=cpus,
-                 mem_mb=mem_mb, timeout=timeout, echo=echo_progress(name))
-    say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
-    return b
-
-
-def boot_problems(b):
-    """Failures of the boot itself, as (what, detail)."""
-    probs = []
-    if not b.ready:
-        probs.append(("boot", f"never reached the plan; console: {b.console}"))
-    elif b.timed_out:
-        probs.append(("completed", f"timed out; console: {b.console}"))
-    elif b.exit_code is None:
-        probs.append(("completed", f"no LAB-EXIT (crash?); console: {b.console}"))
-    reports = results.kernel_reports(b.text())
-    if reports:
-        probs.append(("console", f"{len(reports)} kernel report line(s), first: "
-                      f"{reports[0]}; console: {b.console}"))
-    return probs
 
 
 def judge(arch_name, variant, per_flavour):
@@ -201,10 +135,9 @@ def test_arch(tally, arch_name, variant, own, upstream, only):
     say(f"{arch_name}/{variant}: done in {t}")
 
 
-def main(arches, variant="default", pytest=True, own=True, upstream=True, only=None,
-         harden=True):
-    t = Timer()
-    tally = Tally()
+def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
+         only=None):
+    """Host unit tests, then the guest suites of each arch; rows go to tally."""
     deps.check()
     if pytest:
         run_pytest(tally)
@@ -215,17 +148,12 @@ def main(arches, variant="default", pytest=True, own=True, upstream=True, only=N
         except LabError as e:
             tally.add("fail", f"{arch_name}/{variant}/lab", str(e).splitlines()[0])
             print(str(e), file=sys.stderr)
-    if harden:
-        from . import harden as hd     # harden imports this module
-        for arch_name in [a for a in arches if a in hd.SHORT_ARCHES]:
-            try:
-                hd.harden_arch(tally, arch_name, "debug", int(hd.SHORT_MINUTES * 60),
-                               hd.SHORT_ROUND, suite=False)
-            except LabError as e:
-                tally.add("fail", f"{arch_name}/debug/harden/lab", str(e).splitlines()[0])
-                print(str(e), file=sys.stderr)
+
+
+def save(tally):
+    """Write the rows to WORK/results/test-<time>.json; return its path."""
     out = config.WORK / "results" / f"test-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
                                for s, n, d in tally.rows], indent=1))
-    return tally.finish(out, t)
+    return out

@@ -1,0 +1,36 @@
+"""Tally: the result rows of 'lab test' and 'lab harden', and their summary."""
+
+from .util import Timer, say
+
+
+class Tally:
+    def __init__(self):
+        self.rows = []          # (status, name, detail)
+        self.timer = Timer()
+
+    def add(self, status, name, detail=""):
+        self.rows.append((status, name, detail))
+        tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
+               "stockfail": "STOCK-FAIL", "flaky": "FLAKY"}[status]
+        print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
+
+    def count(self, status):
+        return sum(1 for r in self.rows if r[0] == status)
+
+    def finish(self, out):
+        """Print the summary and the 'N passed, N failed' line; return the
+        exit status (1 on any failure)."""
+        fails = [r for r in self.rows if r[0] == "fail"]
+        print()
+        say(f"results: {out}  (total time {self.timer})")
+        if self.count("stockfail"):
+            say(f"{self.count('stockfail')} upstream selftest leaves fail on stock "
+                "6.12 too (listed as STOCK-FAIL above; not counted)")
+        if self.count("flaky"):
+            say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
+                "but passed when re-run (listed as FLAKY above; not counted)")
+        say(f"{self.count('skip')} skipped")
+        for s, n, d in fails:
+            print(f"FAILED: {n}  {d}")
+        print(f"{self.count('pass')} passed, {len(fails)} failed")
+        return 1 if fails else 0

@@ -1,0 +1,44 @@
+"""Testboot: one boot of a built kernel with a test plan, and what fails it.
+
+Shared by 'lab test' (testcmd) and 'lab harden': the boot prints the plan's
+progress lines, and a boot fails when it never reaches the plan, never
+finishes, or its console shows a kernel report (results.REPORTS).
+"""
+
+from . import build, results, run
+from .util import say
+
+
+def echo_progress(prefix):
+    def echo(line):
+        if results.TOP_RE.match(line) or line.startswith(("LAB-", "# lab: start")):
+            print(f"  [{prefix}] {line}", flush=True)
+    return echo
+
+
+def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
+                   mem_mb=2048, timeout=3600):
+    kernel = build.image_path(arch_name, variant, flavour)
+    env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
+    name = f"{arch_name}-{variant}-{flavour}-{tag}"
+    say(f"booting {name}")
+    b = run.boot(arch_name, kernel, plan, env, name, append=append, cpus=cpus,
+                 mem_mb=mem_mb, timeout=timeout, echo=echo_progress(name))
+    say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
+    return b
+
+
+def boot_problems(b):
+    """Failures of the boot itself, as (what, detail)."""
+    probs = []
+    if not b.ready:
+        probs.append(("boot", f"never reached the plan; console: {b.console}"))
+    elif b.timed_out:
+        probs.append(("completed", f"timed out; console: {b.console}"))
+    elif b.exit_code is None:
+        probs.append(("completed", f"no LAB-EXIT (crash?); console: {b.console}"))
+    reports = results.kernel_reports(b.text())
+    if reports:
+        probs.append(("console", f"{len(reports)} kernel report line(s), first: "
+                      f"{reports[0]}; console: {b.console}"))
+    return probs
