@@ -11,7 +11,6 @@ a cap.  Each run is saved as JSON; report.py makes the tables and plots.
 
 import json
 import re
-import subprocess
 import time
 from dataclasses import dataclass, field
 
@@ -175,12 +174,6 @@ def plan(workloads, reps, flavour, quick, rep0=0):
     return "\n".join(lines) + "\nexit 0\n"
 
 
-def qemu_version(arch_name):
-    a = config.arch(arch_name)
-    p = subprocess.run([a.qemu, "--version"], capture_output=True, text=True)
-    return p.stdout.splitlines()[0] if p.returncode == 0 else "unknown"
-
-
 def parse_runs(boot, meta):
     """BENCH lines of a boot -> run records, with host wall time per run."""
     runs = []
@@ -260,7 +253,7 @@ def main(arches, workloads=None, quick=False, repeats=None):
         for flavour in config.FLAVOURS:
             build.build(arch_name, "default", flavour)
         image.build(arch_name)
-        meta = {"arch": arch_name, "qemu": qemu_version(arch_name),
+        meta = {"arch": arch_name, "qemu": run.qemu_version(arch_name),
                 "config_hash": {f: build.config_hash(arch_name, "default", f)
                                 for f in config.FLAVOURS},
                 "series_hash": source.series_hash(), "source": source.base_version(),

@@ -30,11 +30,22 @@ SELFTESTS_ARCH_ONLY = {"soft-dirty": {"x86_64"}}
 # Debian packages unpacked into the image, with their library closure.
 DEB_TOOLS = {"stress-ng": ["usr/bin/stress-ng"], "trinity": ["usr/bin/trinity"]}
 
+# The mtime of every archive entry (gen_init_cpio -t), 2026-01-01 00:00 UTC
+# like the kernels' KBUILD_BUILD_TIMESTAMP: without it directories get the
+# current time, so the same contents made a different base.cpio each time
+# and the stock cache (cache.py), which hashes it, never hit.
+CPIO_MTIME = 1767225600
+
 
 def image_dir(arch_name):
     d = config.WORK / "image" / arch_name
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def base_path(arch_name):
+    """The base initramfs of an arch (built by build())."""
+    return image_dir(arch_name) / "base.cpio"
 
 
 def selftests_for(arch_name):
@@ -223,7 +234,8 @@ class CpioList:
     def write(self, path, cpio):
         Path(path).write_text("\n".join(self.lines) + "\n")
         with open(cpio, "wb") as f:
-            subprocess.run([str(gen_init_cpio()), str(path)], stdout=f, check=True)
+            subprocess.run([str(gen_init_cpio()), "-t", str(CPIO_MTIME), str(path)],
+                           stdout=f, check=True)
 
 
 def build(arch_name):
@@ -263,7 +275,7 @@ def build(arch_name):
     (img / "group").write_text("root:x:0:\n")
     cl.file("/etc/passwd", img / "passwd", 0o644)
     cl.file("/etc/group", img / "group", 0o644)
-    cpio = img / "base.cpio"
+    cpio = base_path(arch_name)
     cl.write(img / "base.list", cpio)
     say(f"guest image {cpio} ({cpio.stat().st_size >> 20} MiB)")
     return cpio
@@ -271,8 +283,7 @@ def build(arch_name):
 
 def plan_cpio(arch_name, plan_text, env, dest):
     """Write base.cpio + an archive holding /lab/plan.sh and /lab/env to dest."""
-    img = image_dir(arch_name)
-    base = img / "base.cpio"
+    base = base_path(arch_name)
     if not base.exists():
         raise LabError(f"no guest image for {arch_name}; run 'lab image {arch_name}'")
     tmp = Path(dest).with_suffix(".d")

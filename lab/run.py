@@ -20,6 +20,9 @@ from .util import LabError, run, say
 
 READY = "LAB-READY:"
 EXIT_RE = re.compile(r"LAB-EXIT: (\d+)")
+# sizes of the scratch disks a boot gets unless told otherwise (MiB)
+XFS_MB = 1024
+SWAP_MB = 1024
 
 
 @dataclass
@@ -70,8 +73,15 @@ def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
     return cmd
 
 
+def qemu_version(arch_name):
+    """The first line of 'qemu-system-* --version' for an arch."""
+    a = config.arch(arch_name)
+    p = subprocess.run([a.qemu, "--version"], capture_output=True, text=True)
+    return p.stdout.splitlines()[0] if p.returncode == 0 else "unknown"
+
+
 def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
-         timeout=1200, icount=False, xfs_mb=1024, swap_mb=1024, echo=None,
+         timeout=1200, icount=False, xfs_mb=XFS_MB, swap_mb=SWAP_MB, echo=None,
          accel="tcg"):
     """Boot kernel with plan; stream the console to a log; return a Boot.
 
