@@ -6,7 +6,7 @@
   lab kernel -a ARCH -f FLAVOUR [-v VARIANT]   print a built image's path
   lab image [-a ARCH]         build the guest initramfs
   lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
-  lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-upstream] ...
+  lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
 """
@@ -109,7 +109,8 @@ def cmd_test(args):
     arches = _arches(args)
     tally = Tally()
     testcmd.main(tally, arches, args.variant, pytest=not args.no_pytest,
-                 own=not args.no_own, upstream=not args.no_upstream, only=only)
+                 own=not args.no_own, upstream=not args.no_upstream, only=only,
+                 use_cache=not args.no_cache)
     if not args.no_harden and not only:
         harden.short_form(tally, arches)
     return tally.finish(testcmd.save(tally))
@@ -188,6 +189,9 @@ def parser():
     sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
     sp.add_argument("--no-harden", action="store_true",
                     help="skip the short form of 'lab harden' (debug kernels)")
+    sp.add_argument("--no-cache", action="store_true",
+                    help="boot the stock kernels even when a stored boot of the same "
+                    "kernel, image, plan and QEMU arguments exists")
     sp.set_defaults(fn=cmd_test)
 
     sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on, stock")

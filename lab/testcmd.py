@@ -2,8 +2,11 @@
 
 For every arch: build the stock and patched kernels, build the guest image,
 boot each kernel with the test plan, and boot the patched kernel once more
-with a foliobatch= boot parameter.  (cli.cmd_test then adds the short form
-of 'lab harden' to the same tally; see harden.short_form.)  Verdicts:
+with a foliobatch= boot parameter.  The stock boot is reused from the
+cache (cache.py) when the stock image, the guest image, the plan and the
+boot arguments are those of a stored one.  (cli.cmd_test then adds the
+short form of 'lab harden' to the same tally; see harden.short_form.)
+Verdicts:
   - own tests must pass on both kernels;
   - an upstream selftest leaf that fails on patched but passes on stock is
     a failure; one that fails on stock as well is reported, not counted;
@@ -19,7 +22,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from . import build, config, deps, image, results, source, suites
+from . import build, cache, config, deps, image, results, run, source, suites
 from .testboot import boot_and_parse, boot_problems
 from .util import LabError, Timer, say
 
@@ -108,7 +111,41 @@ def retry_regressions(arch_name, variant, rows, attempts=2):
     return out
 
 
-def test_arch(tally, arch_name, variant, own, upstream, only):
+# The main test boots of both flavours (the stock cache's key holds these).
+TEST_BOOT = {"append": "", "cpus": 2, "mem_mb": 2048, "timeout": 3600}
+
+
+def stock_boot(arch_name, variant, plan, use_cache=True):
+    """The stock kernel's test boot: a stored one when its key matches
+    (unless use_cache is False), otherwise a fresh boot, which is stored
+    when the boot itself did not fail."""
+    name = f"{arch_name}-{variant}-stock"
+    files = {"kernel": build.image_path(arch_name, variant, "stock"),
+             "image": image.base_path(arch_name)}
+    args = dict(TEST_BOOT, arch=arch_name, variant=variant, flavour="stock",
+                qemu=run.qemu_version(arch_name),
+                qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD",
+                                      mem_mb=TEST_BOOT["mem_mb"], cpus=TEST_BOOT["cpus"],
+                                      append=TEST_BOOT["append"]),
+                disks_mb=[run.XFS_MB, run.SWAP_MB])
+    k, inputs = cache.key(files, plan, args)
+    hit = cache.load(name, k) if use_cache else None
+    if hit:
+        entry, b = hit
+        say(f"stock results reused from {entry} (key {k[:16]}); "
+            f"console of that boot: {b.console}")
+        return b
+    say(f"{name}: {'no stored boot' if use_cache else '--no-cache'} for key "
+        f"{k[:16]}; booting")
+    b = boot_and_parse(arch_name, "stock", variant, plan, "tests", **TEST_BOOT)
+    if boot_problems(b):
+        say(f"{name}: the boot failed; not stored")
+    else:
+        say(f"{name}: results stored in {cache.store(name, k, inputs, b)}")
+    return b
+
+
+def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     t = Timer()
     for flavour in config.FLAVOURS:
         build.build(arch_name, variant, flavour)
@@ -117,7 +154,10 @@ def test_arch(tally, arch_name, variant, own, upstream, only):
                             variant=variant)
     per_flavour = {}
     for flavour in config.FLAVOURS:
-        b = boot_and_parse(arch_name, flavour, variant, plan, "tests")
+        if flavour == "stock":
+            b = stock_boot(arch_name, variant, plan, use_cache)
+        else:
+            b = boot_and_parse(arch_name, flavour, variant, plan, "tests", **TEST_BOOT)
         for what, detail in boot_problems(b):
             tally.add("fail", f"{arch_name}/{variant}/{flavour}/{what}", detail)
         per_flavour[flavour] = results.parse(b.text())
@@ -136,7 +176,7 @@ def test_arch(tally, arch_name, variant, own, upstream, only):
 
 
 def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
-         only=None):
+         only=None, use_cache=True):
     """Host unit tests, then the guest suites of each arch; rows go to tally."""
     deps.check()
     if pytest:
@@ -144,7 +184,7 @@ def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
     source.apply()
     for arch_name in arches:
         try:
-            test_arch(tally, arch_name, variant, own, upstream, only)
+            test_arch(tally, arch_name, variant, own, upstream, only, use_cache)
         except LabError as e:
             tally.add("fail", f"{arch_name}/{variant}/lab", str(e).splitlines()[0])
             print(str(e), file=sys.stderr)
