@@ -591,6 +591,178 @@ TEST_F(pt, data_after_reclaim_private)
 }
 
 /*
+ * UFFDIO_MOVE racing MADV_DONTNEED of its source range.  move_pages_pte()
+ * maps the source page table and then checks the source PMD; in between,
+ * a DONTNEED of the whole 2 MB source region can free that table with
+ * pt_reclaim on, and a fault can install a new table or, with THP, a huge
+ * PMD.  Either is a legitimate race: the move must retry, never fail with
+ * EINVAL, and never warn.  Any WARNING in the console fails the boot; that
+ * is the main evidence, as an EINVAL after some pages of the range moved
+ * reaches user space as EAGAIN.
+ */
+#define MOVE_SECONDS	6
+
+static struct {
+	char *src;
+	char *dst;
+	int uffd;
+	int stop;
+	unsigned long passes, moved, dontneeds, touches;
+	int bad_errno;
+	size_t bad_page;
+	uint64_t bad_word;
+} mv;
+
+static inline uint64_t mv_stamp(size_t page)
+{
+	return 0x4d4f564500000000ULL | page;
+}
+
+/* Touches one source page, then zaps the whole region: the PTE page goes. */
+static void *mv_zapper(void *arg)
+{
+	unsigned int seed = 1;
+
+	while (!__atomic_load_n(&mv.stop, __ATOMIC_ACQUIRE)) {
+		size_t pg = rand_r(&seed) % PMD_PAGES;
+		int i;
+
+		for (i = 0; i < 32; i++, pg = (pg + 97) % PMD_PAGES) {
+			*(volatile uint64_t *)(mv.src + pg * PSZ) = mv_stamp(pg);
+			mv.touches++;
+		}
+		madvise(mv.src, PMD_SZ, MADV_DONTNEED);
+		mv.dontneeds++;
+	}
+	return NULL;
+}
+
+/*
+ * One pass: moves the whole source region with one UFFDIO_MOVE, holes
+ * allowed, so that the kernel walks the source page table back to back
+ * with the zapper freeing it; then checks each page that arrived (found
+ * through pagemap, so that reading it cannot block on the userfaultfd): it
+ * holds its own stamp, or zeroes (a page of a THP that was never written).
+ * EAGAIN, and EBUSY for a THP that cannot be split just now, end the pass
+ * early; any other error is recorded.
+ */
+static void mv_mover(int pm_fd)
+{
+	struct uffdio_move m = {
+		.dst = (unsigned long)mv.dst,
+		.src = (unsigned long)mv.src,
+		.len = PMD_SZ,
+		.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
+	};
+	uint64_t pm[PMD_PAGES], w;
+	size_t pg;
+
+	if (ioctl(mv.uffd, UFFDIO_MOVE, &m) && errno != EAGAIN &&
+	    errno != EBUSY) {
+		mv.bad_errno = errno;
+		return;
+	}
+	mv.passes++;
+	if (lab_pagemap_read(pm_fd, mv.dst, PMD_PAGES, pm)) {
+		mv.bad_errno = EIO;
+		return;
+	}
+	for (pg = 0; pg < PMD_PAGES; pg++) {
+		if (!(pm[pg] & LAB_PM_PRESENT))
+			continue;
+		mv.moved++;
+		w = *(volatile uint64_t *)(mv.dst + pg * PSZ);
+		if (w && w != mv_stamp(pg)) {
+			mv.bad_page = pg;
+			mv.bad_word = w;
+			return;
+		}
+	}
+	/* The destination must be none again for the next pass. */
+	madvise(mv.dst, PMD_SZ, MADV_DONTNEED);
+}
+
+static void uffd_move_race(struct __test_metadata *_metadata, int thp_advice)
+{
+	struct uffdio_register reg = { 0 };
+	struct timespec t0, t;
+	pthread_t zapper;
+	int uffd, pm_fd;
+
+	uffd = lab_uffd_open_features(UFFD_FEATURE_MOVE);
+	if (uffd == -ENOSYS || uffd == -EOPNOTSUPP || uffd == -EPERM ||
+	    uffd == -ENOENT)
+		SKIP(return, "no userfaultfd with UFFD_FEATURE_MOVE: %s",
+		     strerror(-uffd));
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+
+	memset(&mv, 0, sizeof(mv));
+	mv.uffd = uffd;
+	mv.src = map_aligned(PMD_SZ, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS);
+	ASSERT_NE(MAP_FAILED, mv.src) TH_LOG("mmap: %s", strerror(errno));
+	mv.dst = map_aligned(PMD_SZ, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS);
+	ASSERT_NE(MAP_FAILED, mv.dst) TH_LOG("mmap: %s", strerror(errno));
+	ASSERT_EQ(0, madvise(mv.src, PMD_SZ, thp_advice));
+	ASSERT_EQ(0, madvise(mv.dst, PMD_SZ, MADV_NOHUGEPAGE));
+	reg.range.start = (unsigned long)mv.dst;
+	reg.range.len = PMD_SZ;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg))
+		TH_LOG("UFFDIO_REGISTER: %s", strerror(errno));
+
+	pm_fd = open("/proc/self/pagemap", O_RDONLY);
+	ASSERT_LE(0, pm_fd) TH_LOG("pagemap: %s", strerror(errno));
+
+	ASSERT_EQ(0, pthread_create(&zapper, NULL, mv_zapper, NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		mv_mover(pm_fd);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (mv.bad_errno || mv.bad_word)
+			break;
+	} while (t.tv_sec - t0.tv_sec < MOVE_SECONDS);
+	__atomic_store_n(&mv.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(zapper, NULL);
+
+	ksft_print_msg("%lu passes, %lu pages moved, %lu DONTNEEDs, %lu touches\n",
+		       mv.passes, mv.moved, mv.dontneeds, mv.touches);
+	EXPECT_EQ(0, mv.bad_errno)
+		TH_LOG("UFFDIO_MOVE failed: %s", strerror(mv.bad_errno));
+	EXPECT_EQ(0ULL, mv.bad_word)
+		TH_LOG("moved page %zu holds %#llx, not its stamp", mv.bad_page,
+		       (unsigned long long)mv.bad_word);
+	EXPECT_LT(0UL, mv.moved) TH_LOG("no page was moved");
+	EXPECT_LT(0UL, mv.dontneeds) TH_LOG("the zapper never ran");
+
+	close(pm_fd);
+	close(uffd);
+	munmap(mv.dst, PMD_SZ);
+	munmap(mv.src, PMD_SZ);
+}
+
+/*
+ * Proves UFFDIO_MOVE copes with its source PTE page being freed under it:
+ * with small pages only, DONTNEED of the 2 MB source region frees the PTE
+ * page (pt_reclaim on) while moves of its pages run; every move succeeds,
+ * finds a hole or retries, and each moved page holds its stamp.
+ */
+TEST_F_TIMEOUT(pt, uffd_move_race, 120)
+{
+	uffd_move_race(_metadata, MADV_NOHUGEPAGE);
+}
+
+/*
+ * As uffd_move_race, with THP allowed on the source: after a DONTNEED a
+ * fault may install a huge PMD where the freed PTE page was.
+ */
+TEST_F_TIMEOUT(pt, uffd_move_race_thp, 120)
+{
+	uffd_move_race(_metadata, MADV_HUGEPAGE);
+}
+
+/*
  * The race test.  Region r of the 8 MB mapping is guarded by race.lock[r];
  * race.gen[r][pg] is the generation the writer last wrote into page pg of
  * it, 0 when the page must read zero (never written, or dropped since).
