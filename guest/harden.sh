@@ -11,6 +11,8 @@
 #   - trinity, restricted to the vm system call group (mmap, mremap,
 #     madvise, mprotect, munmap, ...), as root (--dangerous);
 #   - /lab/harden/stamp, the data-integrity check;
+#   - /lab/harden/shmlock, which dirties a SysV shared memory segment
+#     while SHM_LOCK and SHM_UNLOCK flip under reclaim;
 #   - a flipper that writes 0 or 1 to a random foliobatch switch every
 #     0.1-0.9 s.
 # Rounds alternate classic LRU and MGLRU.  Anonymous mTHP of 16 kB, 64 kB
@@ -22,6 +24,7 @@
 #   HARDEN-STRESS <stressor> <bogo ops>
 #   HARDEN-TRINITY <system calls>
 #   HARDEN-STAMP <passes> <page checks> <mismatches>
+#   HARDEN-SHMLOCK <passes> <lock/unlock pairs> <mismatches>
 #   HARDEN-FLIPS <writes> <changes>
 #   HARDEN-FAIL <what>
 #   HARDEN-DONE seconds=<load seconds> rounds=<n>
@@ -112,6 +115,8 @@ one_round() {
 		/lab/harden/stamp "$secs" 32 /mnt/xfs/harden/stamp \
 		> $OUT/stamp.$n 2>&1 &
 	stamp_pid=$!
+	in_cg /lab/harden/shmlock "$secs" 64 > $OUT/shmlock.$n 2>&1 &
+	shm_pid=$!
 
 	wait $stress_pid
 	rc=$?
@@ -137,6 +142,13 @@ one_round() {
 	sed -n 's/^stamp: \([0-9]*\) passes, \([0-9]*\) page checks, \([0-9]*\) mismatches$/HARDEN-STAMP \1 \2 \3/p' \
 		$OUT/stamp.$n
 	[ $rc -eq 0 ] || fail "stamp exit $rc (round $n)"
+
+	wait $shm_pid
+	rc=$?
+	grep MISMATCH $OUT/shmlock.$n | lab_indent
+	sed -n 's/^shmlock: \([0-9]*\) passes, \([0-9]*\) lock\/unlock pairs, \([0-9]*\) mismatches$/HARDEN-SHMLOCK \1 \2 \3/p' \
+		$OUT/shmlock.$n
+	[ $rc -eq 0 ] || fail "shmlock exit $rc (round $n)"
 
 	touch $OUT/stop
 	wait $flip_pid

@@ -44,6 +44,10 @@ class Load:
     stamp_checks: int = 0
     stamp_mismatches: int = 0
     stamp_rounds: int = 0
+    shm_passes: int = 0
+    shm_locks: int = 0
+    shm_mismatches: int = 0
+    shm_rounds: int = 0
     flip_writes: int = 0
     flip_changes: int = 0
     fails: list = field(default_factory=list)
@@ -54,7 +58,9 @@ class Load:
                 f"stress-ng {sum(self.stress.values())} bogo ops ({ops}); "
                 f"trinity {self.trinity} system calls; stamp {self.stamp_passes} "
                 f"passes, {self.stamp_checks} page checks, {self.stamp_mismatches} "
-                f"mismatches; {self.flip_writes} switch writes "
+                f"mismatches; shmlock {self.shm_passes} passes, {self.shm_locks} "
+                f"SHM_LOCK/UNLOCK pairs, {self.shm_mismatches} mismatches; "
+                f"{self.flip_writes} switch writes "
                 f"({self.flip_changes} changed a value)")
 
 
@@ -78,6 +84,11 @@ def parse_load(text):
             ld.stamp_checks += int(rest[1])
             ld.stamp_mismatches += int(rest[2])
             ld.stamp_rounds += 1
+        elif key == "HARDEN-SHMLOCK" and len(rest) == 3:
+            ld.shm_passes += int(rest[0])
+            ld.shm_locks += int(rest[1])
+            ld.shm_mismatches += int(rest[2])
+            ld.shm_rounds += 1
         elif key == "HARDEN-FLIPS" and len(rest) == 2:
             ld.flip_writes += int(rest[0])
             ld.flip_changes += int(rest[1])
@@ -110,11 +121,16 @@ def verdicts(ld, want_seconds):
         and ld.stamp_rounds == ld.rounds, "data-integrity",
         "; ".join(stamp_fails) or f"{ld.stamp_mismatches} mismatches in "
         f"{ld.stamp_checks} page checks")
+    shm_fails = [f for f in ld.fails if f.startswith("shmlock")]
+    row(ld.shm_passes > 0 and ld.shm_locks > 0 and ld.shm_mismatches == 0
+        and not shm_fails and ld.shm_rounds == ld.rounds, "shm-lock",
+        "; ".join(shm_fails) or f"{ld.shm_locks} SHM_LOCK/UNLOCK pairs, "
+        f"{ld.shm_mismatches} mismatches in {ld.shm_passes} passes")
     flip_fails = [f for f in ld.fails if f.startswith("switch")]
     row(ld.flip_changes > 0 and not flip_fails, "switch-flips",
         "; ".join(flip_fails) or f"{ld.flip_writes} writes, {ld.flip_changes} changes")
     other = [f for f in ld.fails if not f.startswith(("stress-ng", "trinity", "stamp",
-                                                      "switch"))]
+                                                      "shmlock", "switch"))]
     if other:
         row(False, "setup", "; ".join(other))
     return rows
@@ -176,6 +192,7 @@ def run_load(tally, arch_name, variant, seconds, round_s):
                 "seconds": ld.seconds, "rounds": ld.rounds,
                 "stress_bogo_ops": dict(ld.stress), "trinity_syscalls": ld.trinity,
                 "stamp": [ld.stamp_passes, ld.stamp_checks, ld.stamp_mismatches],
+                "shmlock": [ld.shm_passes, ld.shm_locks, ld.shm_mismatches],
                 "switch_writes": ld.flip_writes, "switch_changes": ld.flip_changes,
                 "fails": ld.fails}, "kernel_reports": reports}
 

@@ -9,11 +9,13 @@ HARDEN-STRESS vm 120
 HARDEN-STRESS mremap 30
 HARDEN-TRINITY 5000
 HARDEN-STAMP 40 80000 0
+HARDEN-SHMLOCK 12 9000 0
 HARDEN-FLIPS 100 48
 HARDEN-ROUND 2 lru_gen=y seconds=60
 HARDEN-STRESS vm 100
 HARDEN-TRINITY 4000
 HARDEN-STAMP 30 60000 0
+HARDEN-SHMLOCK 10 8000 0
 HARDEN-FLIPS 90 50
 HARDEN-DONE seconds=121 rounds=2
 LAB-EXIT: 0
@@ -32,6 +34,16 @@ def test_parse_sums_rounds():
     assert (ld.stamp_passes, ld.stamp_checks, ld.stamp_mismatches) == (70, 140000, 0)
     assert (ld.flip_writes, ld.flip_changes) == (190, 98)
     assert all(s == "pass" for s, _ in rows(ld).values())
+
+
+def test_shmlock_mismatch_or_missing_round_fails():
+    ld = harden.parse_load(CONSOLE)
+    assert (ld.shm_passes, ld.shm_locks, ld.shm_mismatches) == (22, 17000, 0)
+    ld = harden.parse_load(CONSOLE.replace("HARDEN-SHMLOCK 10 8000 0",
+                                           "HARDEN-SHMLOCK 10 8000 1"))
+    assert rows(ld)["shm-lock"][0] == "fail"
+    ld = harden.parse_load(CONSOLE.replace("HARDEN-SHMLOCK 10 8000 0\n", ""))
+    assert rows(ld)["shm-lock"][0] == "fail"
 
 
 def test_mismatch_fails_data_integrity():
