@@ -92,11 +92,14 @@ WORKLOADS = [
              [("pgsteal_file", "vmstat", "pgsteal_file"),
               ("pgscan_file", "vmstat", "pgscan_file")]),
     Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
-             # off is every batching off, so that it compares with stock
-             {"off": {"mglru_young_batch": 0, "unmap_batch": 0},
-              "young": {"mglru_young_batch": 1, "unmap_batch": 0},
-              "unmap": {"mglru_young_batch": 0, "unmap_batch": 1},
-              "on": {"mglru_young_batch": 1, "unmap_batch": 1}},
+             # off is every batching off, so that it compares with stock;
+             # young batching with MGLRU is the rmap walk's run handed to
+             # the look-around (referenced_batch) and the look-around
+             # window and aging walk (mglru_young_batch)
+             {"off": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 0},
+              "young": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 0},
+              "unmap": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 1},
+              "on": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 1}},
              "lab_sysfs /sys/kernel/mm/lru_gen/enabled y",
              ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
              "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",

@@ -49,7 +49,7 @@ PACKAGES = [
     # programs and selftests (gcc only recommends it)
     "libc6-dev",
     "libc6-dev-arm64-cross",
-    "python3-matplotlib", "python3-pytest", "python3-ply", "ca-certificates",
+    "python3-matplotlib", "python3-pytest", "python3-ply", "python3-git", "ca-certificates",
 ]
 # Programs from Essential packages (program -> package): always present,
 # never installed.  Only these may be run without an entry in COMMANDS.
