@@ -51,13 +51,16 @@ def make_disk(path, size_mb, xfs=False):
 
 
 def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
-             icount=False, accel="tcg"):
+             icount=False, accel="tcg", cpu=None):
+    """The QEMU command line; cpu replaces the arch's default -cpu model."""
     a = config.arch(arch_name)
     if not shutil.which(a.qemu):
         pkg = "qemu-system-x86" if arch_name == "x86_64" else "qemu-system-arm"
         raise LabError(f"{a.qemu} not found: apt-get install {pkg}")
     machine = list(a.machine)
-    if arch_name == "arm64":
+    if cpu:
+        machine[machine.index("-cpu") + 1] = cpu
+    elif arch_name == "arm64":
         # Pointer authentication with the architected QARMA algorithm is slow
         # under TCG; the guest kernel does not use it (configs/arm64.config).
         machine[machine.index("max")] = "max,pauth-impdef=on"
@@ -82,7 +85,7 @@ def qemu_version(arch_name):
 
 def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
          timeout=1200, icount=False, xfs_mb=XFS_MB, swap_mb=SWAP_MB, echo=None,
-         accel="tcg"):
+         accel="tcg", cpu=None):
     """Boot kernel with plan; stream the console to a log; return a Boot.
 
     echo(line) is called for each console line (progress); the whole
@@ -101,7 +104,8 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
             make_disk(tmp / "swap.img", swap_mb)
             disks.append((tmp / "swap.img", "labswap"))
         cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=mem_mb, cpus=cpus,
-                       append=append, disks=disks, icount=icount, accel=accel)
+                       append=append, disks=disks, icount=icount, accel=accel,
+                       cpu=cpu)
         return _run_qemu(cmd, console, timeout, echo)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
