@@ -232,7 +232,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     return [r for r in runs if r["exit"] == 0]
 
 
-def main(arches, workloads=None, quick=False, repeats=None):
+def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
     t = Timer()
     names = workloads or [w.name for w in WORKLOADS]
     unknown = [n for n in names if n not in BY_NAME]
@@ -240,8 +240,8 @@ def main(arches, workloads=None, quick=False, repeats=None):
         raise LabError(f"unknown workload(s): {', '.join(unknown)} "
                        f"(known: {', '.join(BY_NAME)})")
     chosen = [BY_NAME[n] for n in names]
-    first = 2 if quick else 3
-    cap = repeats or (3 if quick else 7)
+    first = min_repeats or (2 if quick else 3)
+    cap = max(repeats or (3 if quick else 7), first)
     first = min(first, cap)
     source.apply()
     outdir = config.WORK / "results" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"

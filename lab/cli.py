@@ -119,7 +119,7 @@ def cmd_test(args):
 def cmd_bench(args):
     from . import bench
     return bench.main(_arches(args), workloads=args.workload, quick=args.quick,
-                      repeats=args.repeats)
+                      repeats=args.repeats, min_repeats=args.min_repeats)
 
 
 def cmd_harden(args):
@@ -199,6 +199,8 @@ def parser():
     sp.add_argument("-w", "--workload", action="append", help="workload (repeatable)")
     sp.add_argument("--quick", action="store_true", help="small scale, fewer repeats")
     sp.add_argument("--repeats", type=int, help="maximum repeats per measurement")
+    sp.add_argument("--min-repeats", type=int,
+                    help="repeats every measurement gets, however small its spread")
     sp.set_defaults(fn=cmd_bench)
 
     sp = sub.add_parser("harden", help="debug kernels under stress-ng, trinity and "
