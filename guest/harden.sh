@@ -115,7 +115,8 @@ one_round() {
 		/lab/harden/stamp "$secs" 32 /mnt/xfs/harden/stamp \
 		> $OUT/stamp.$n 2>&1 &
 	stamp_pid=$!
-	in_cg /lab/harden/shmlock "$secs" 64 > $OUT/shmlock.$n 2>&1 &
+	in_cg sh -c 'echo -1000 > /proc/self/oom_score_adj; exec "$@"' shmlock \
+		/lab/harden/shmlock "$secs" 64 > $OUT/shmlock.$n 2>&1 &
 	shm_pid=$!
 
 	wait $stress_pid
