@@ -10,6 +10,9 @@ WORK = Path(os.environ.get("FOLIOBATCH_WORK", REPO / "work"))
 # The pinned source: Debian's linux-source-6.12 package.
 SOURCE_PACKAGE = "linux-source-6.12"
 SOURCE_VERSION = "6.12.117-1~deb12u1"
+# Debian's own kernel configs of the same source package ('lab check'); one
+# .deb per Debian architecture, installed nowhere, unpacked into WORK/dl.
+CONFIG_PACKAGE = "linux-config-6.12"
 
 PATCHES = REPO / "patches"
 SERIES = PATCHES / "series"

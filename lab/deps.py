@@ -29,9 +29,15 @@ COMMANDS = {
     "rsync": "rsync",
     "ccache": "ccache",
     "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu",
+    # lab check: the riscv64 defconfig build, and sparse (C=2) on the
+    # files the series changes
+    "riscv64-linux-gnu-gcc": "gcc-riscv64-linux-gnu",
+    "sparse": "sparse",
     # the source tree, the series, checkpatch -g
     "git": "git",
-    # the source package and the guest's Debian packages
+    # the source package, Debian's kernel configs (lab check downloads
+    # linux-config-6.12 for amd64 and arm64, unpacks it into work/dl and
+    # installs nothing) and the guest's Debian packages
     "apt-get": "apt", "apt-cache": "apt",
     # the guest image: shared libraries of stress-ng and trinity
     "readelf": "binutils",
@@ -62,7 +68,8 @@ ESSENTIAL = {
     "cat": "coreutils", "mkdir": "coreutils", "rm": "coreutils",
     "uname": "coreutils",
 }
-FOREIGN_ARCH = "arm64"   # for apt-get download of arm64 guest packages
+# for apt-get download of arm64 guest packages and of linux-config-6.12:arm64
+FOREIGN_ARCH = "arm64"
 
 
 def missing():
