@@ -9,6 +9,8 @@
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
+  lab check [--all] [-k NAME] [--full] [--no-cache] [--list]
+                              build the series in more configs and arches
 """
 
 import argparse
@@ -132,6 +134,15 @@ def cmd_harden(args):
     return harden.main(_arches(args), args.variant, minutes, round_s, suite)
 
 
+def cmd_check(args):
+    from . import check
+    if args.list:
+        check.list_variants()
+        return 0
+    return check.main(args.names, everything=args.all, full=args.full,
+                      use_cache=not args.no_cache)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="lab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -216,6 +227,20 @@ def parser():
     sp.add_argument("--short", action="store_true",
                     help="the CI form: no suite, a few minutes of load")
     sp.set_defaults(fn=cmd_harden)
+
+    sp = sub.add_parser("check", help="build the series in more configs and arches "
+                        "(Debian, defconfig, lab config variants); new warnings")
+    sp.add_argument("--all", action="store_true",
+                    help="every variant (default: the cheap ones, marked * by --list)")
+    sp.add_argument("-k", dest="names", action="append", metavar="NAME",
+                    help="variant NAME or ARCH/NAME, shell wildcards allowed (repeatable)")
+    sp.add_argument("--full", action="store_true",
+                    help="build all of vmlinux for the variants that otherwise build "
+                    "some directories only")
+    sp.add_argument("--no-cache", action="store_true",
+                    help="build even when a leaf's stored verdict has the same inputs")
+    sp.add_argument("--list", action="store_true", help="list the variants")
+    sp.set_defaults(fn=cmd_check)
     return p
 
 

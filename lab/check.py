@@ -1,0 +1,683 @@
+"""Check: build the series in several configs and arches, as the kernel test
+robot (0-day) does, and report what breaks and which warnings are new.
+
+Each variant in VARIANTS is one leaf, check/<arch>/<name>.  The patched
+tree and the stock tree are built in the same config, each in its own build
+directory (WORK/src/<flavour>/out-check-<arch>-<name>, a direct child of
+the tree so that stock and patched builds share ccache entries).  A leaf
+passes when the patched tree builds and no warning is new; it fails with
+the first error (build.first_error()) or with the list of new warnings; it
+is a SKIP when the stock tree stops at the same first error, since the
+config then tells nothing about the series.
+
+The configs:
+  debian    Debian's own config (linux-config-6.12 of the source's version,
+            unpacked from the .deb), plus DEBIAN_LINES, then olddefconfig;
+  defconfig make defconfig;
+  lab       what lab/build.py builds (tinyconfig + configs/common.config +
+            configs/<arch>.config + configs/patched.config for patched
+            trees) with the variant's lines as one more fragment.
+Every line a variant adds is checked in the final .config (a line that did
+not stick fails the leaf).  The lab configs select nothing that selects
+CONFIG_MMU_NOTIFIER (a hidden option, on only when KVM, Xen, an IOMMU or a
+GPU driver selects it): lab-mmu-notifier-off checks that it stays off, and
+lab-mmu-notifier-on turns it on the way distros do, through KVM.
+
+What is built: the whole kernel for lab variants (make's default target),
+vmlinux (no modules) for the others with --full.  Without --full, a variant
+with directories (the Debian configs, riscv64) builds only those
+directories, the directories of the .c files the series changes, and every
+object that an earlier build in the same build directory compiled from a
+header the series changes (the deps_ lines of its .o.cmd file).  The first
+run in a fresh directory therefore builds only the directories; after one
+--full run it also rebuilds everything a changed header reaches.
+
+Warnings: gcc's and sparse's `file:line[:col]: warning|error: text [-Wflag]`,
+objtool's and ld's `file: warning: text`, and modpost's `WARNING: modpost:
+text`.  Two builds are compared as sets of normalised warnings: the file
+relative to the source tree ('../' of the build directory cut), the kind,
+and the text with its -W flag, without line and column, since the series
+moves code (a warning at mm/vmscan.c:2100 on stock and :2180 on patched is
+the same warning); objtool's function+0x<offset> loses its offset for the
+same reason, and gcc's typographic quotes become plain ones.  What remains
+tells warnings apart by what they name (a variable, a function, a type);
+the cost is that a second copy of an existing warning text in the same
+file is not reported.  Other numbers in the text (a frame size, an array
+bound) stay: a frame that grew is news.
+
+A make that only rebuilds some objects prints only their warnings, so each
+build directory keeps a record (.lab-check-warnings.json) of the warnings
+per kbuild step ("CC mm/rmap.o"); make runs with -Otarget, so a step's
+warnings follow its own line, and a step that runs again replaces its
+entry.  On top of the normal build, W=1 and sparse (C=2) run on the objects
+of the .c files the series changes, in both trees; those objects are
+deleted first, so that they compile again and the log holds all their
+warnings.
+
+Each-commit leaves run build.each_commit() (every commit of the series
+builds) for x86_64 and arm64.
+
+Caching: a leaf's verdict is stored in its patched build directory
+(.lab-check) with a key over the patched and stock HEADs, the series hash,
+the config inputs of both trees, the variant definition and whether it was
+a --full build; the next run with the same key prints the stored verdict
+without building.  A leaf whose builds did not run to the end (a missing
+compiler, a config line that did not stick, a failed download) is not
+stored.  --no-cache builds anyway.
+"""
+
+import dataclasses
+import fnmatch
+import hashlib
+import json
+import lzma
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import build, config, source
+from .tally import Tally
+from .util import LabError, out, run, say
+
+
+@dataclass(frozen=True)
+class Target:
+    """An arch as make sees it.  riscv64 is only built here, never booted,
+    so it is not in config.ARCHES."""
+    name: str
+    karch: str      # ARCH=
+    srcarch: str    # the directory under arch/
+    cross: str      # CROSS_COMPILE= prefix ('' for native)
+    deb_arch: str   # Debian architecture (linux-config-6.12:<deb_arch>)
+
+
+TARGETS = {
+    "x86_64": Target("x86_64", "x86_64", "x86", "", "amd64"),
+    "arm64": Target("arm64", "arm64", "arm64", "aarch64-linux-gnu-", "arm64"),
+    "riscv64": Target("riscv64", "riscv", "riscv", "riscv64-linux-gnu-", "riscv64"),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    arch: str            # a key of TARGETS
+    base: str            # 'debian', 'defconfig', 'lab' or 'each-commit'
+    lines: tuple = ()    # config lines merged on top of the base, then checked
+    dirs: tuple = ()     # without --full, build only these ({srcarch} = arch dir)
+    default: bool = False  # part of a plain 'lab check'
+    why: str = ""
+
+    @property
+    def leaf(self):
+        return f"check/{self.arch}/{self.name}"
+
+
+BASES = ("debian", "defconfig", "lab", "each-commit")
+
+# On top of Debian's config: no debug info (much of the build's time and
+# disk, and BTF would need pahole) and no module signing (its key is made
+# with openssl during the build).  Neither changes what mm/ compiles.
+DEBIAN_LINES = ("CONFIG_DEBUG_INFO_NONE=y", "CONFIG_MODULE_SIG=n")
+# virt/kvm/ has no Makefile of its own: arch/<arch>/kvm/ builds its files
+# (virt/kvm/Makefile.kvm), so that directory stands for it.
+DEBIAN_DIRS = ("mm/", "arch/{srcarch}/mm/", "kernel/", "fs/proc/",
+               "arch/{srcarch}/kvm/", "drivers/xen/")
+
+VARIANTS = (
+    Variant("debian-amd64", "x86_64", "debian", DEBIAN_LINES, DEBIAN_DIRS,
+            why="what distro users run"),
+    Variant("debian-arm64", "arm64", "debian", DEBIAN_LINES, DEBIAN_DIRS,
+            why="what distro users run"),
+    Variant("defconfig", "riscv64", "defconfig", (), ("mm/", "arch/{srcarch}/mm/"),
+            default=True, why="the series changes riscv's TLB batching: "
+            "arch_tlbbatch_add_pending() takes a range"),
+    Variant("lab-thp-off", "x86_64", "lab",
+            ("CONFIG_TRANSPARENT_HUGEPAGE=n", "CONFIG_READ_ONLY_THP_FOR_FS=n",
+             "CONFIG_THP_SWAP=n"), why="#ifdef CONFIG_TRANSPARENT_HUGEPAGE"),
+    Variant("lab-swap-off", "x86_64", "lab", ("CONFIG_SWAP=n", "CONFIG_THP_SWAP=n"),
+            why="#ifdef CONFIG_SWAP"),
+    Variant("lab-memcg-off", "x86_64", "lab", ("CONFIG_MEMCG=n",),
+            why="#ifdef CONFIG_MEMCG"),
+    Variant("lab-lru-gen-off", "x86_64", "lab",
+            ("CONFIG_LRU_GEN=n", "CONFIG_LRU_GEN_ENABLED=n"), default=True,
+            why="#ifdef CONFIG_LRU_GEN: MGLRU young batching"),
+    Variant("lab-mmu-notifier-off", "x86_64", "lab", ("CONFIG_MMU_NOTIFIER=n",),
+            why="the *_notify() fallbacks of #ifndef CONFIG_MMU_NOTIFIER"),
+    Variant("lab-mmu-notifier-on", "x86_64", "lab",
+            ("CONFIG_VIRTUALIZATION=y", "CONFIG_KVM=y", "CONFIG_KVM_INTEL=y",
+             "CONFIG_MMU_NOTIFIER=y"),
+            why="the *_notify() macros; KVM selects MMU_NOTIFIER"),
+    Variant("lab-pt-reclaim-off", "x86_64", "lab", ("CONFIG_PT_RECLAIM=n",),
+            default=True, why="#ifdef CONFIG_PT_RECLAIM, the series' own option"),
+    Variant("lab-16k-pages", "arm64", "lab",
+            ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_16K_PAGES=y"),
+            why="contpte and page-size code"),
+    Variant("lab-64k-pages", "arm64", "lab",
+            ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_64K_PAGES=y"),
+            why="contpte and page-size code"),
+    Variant("lab-contpte-off", "arm64", "lab", ("CONFIG_ARM64_CONTPTE=n",),
+            why="#ifdef CONFIG_ARM64_CONTPTE"),
+    Variant("each-commit", "x86_64", "each-commit", why="bisectability"),
+    Variant("each-commit", "arm64", "each-commit", why="bisectability"),
+)
+
+STAMP = ".lab-check"
+CONFIG_STAMP = ".lab-check-config"
+RECORD = ".lab-check-warnings.json"
+
+
+def select(names=None, everything=False):
+    """The variants to run: those matching names (NAME, ARCH/NAME or the
+    leaf, shell wildcards allowed), else all of them, else the default ones."""
+    if names:
+        def hit(v, n):
+            return any(fnmatch.fnmatchcase(s, n)
+                       for s in (v.name, f"{v.arch}/{v.name}", v.leaf))
+        unknown = [n for n in names if not any(hit(v, n) for v in VARIANTS)]
+        if unknown:
+            raise LabError(f"no check variant matches {', '.join(unknown)} "
+                           "(see 'lab check --list')")
+        return [v for v in VARIANTS if any(hit(v, n) for n in names)]
+    return list(VARIANTS) if everything else [v for v in VARIANTS if v.default]
+
+
+def describe(v):
+    """One line saying how a variant's config is made and what is built."""
+    t = TARGETS[v.arch]
+    if v.base == "each-commit":
+        return "every commit of the series, lab config (lab build --each-commit)"
+    base = {"debian": f"Debian's config.{t.deb_arch}_none_{t.deb_arch}",
+            "defconfig": "defconfig", "lab": "lab config"}[v.base]
+    text = " ".join([base] + [f"+ {line}" for line in v.lines])
+    if v.dirs:
+        text += "; " + " ".join(d.format(srcarch=t.srcarch) for d in v.dirs) + \
+            " only (vmlinux with --full)"
+    return text
+
+
+def list_variants():
+    for v in VARIANTS:
+        print(f"{'*' if v.default else ' '} {v.leaf:34} {v.why}")
+        print(f"    {describe(v)}")
+    print("* = in a plain 'lab check'; 'lab check --all' runs every one")
+
+
+def build_dir(v, flavour):
+    return config.source_tree(flavour) / f"out-check-{v.arch}-{v.name}"
+
+
+# --- what the series changes, and what to build --------------------------
+
+def changed(pattern):
+    """Files of the series (base..HEAD of the patched tree) matching a
+    pathspec such as '*.h'."""
+    return out(["git", "-C", str(config.source_tree("patched")), "diff",
+                "--name-only", f"{source.BASE_TAG}..HEAD", "--", pattern]).split()
+
+
+def for_arch(paths, srcarch):
+    """Drop the paths under another arch's directory."""
+    return [p for p in paths if not p.startswith("arch/") or p.split("/")[1] == srcarch]
+
+
+def objects_of(c_files):
+    return [p[:-2] + ".o" for p in c_files if p.endswith(".c")]
+
+
+def dirs_of(paths):
+    return sorted({os.path.dirname(p) + "/" for p in paths})
+
+
+def cmd_deps(text):
+    """(object, [dependencies]) from a kbuild .o.cmd file (its deps_<object>
+    block, $(wildcard ...) entries left out), or None without one."""
+    obj, deps = None, []
+    for line in text.splitlines():
+        if obj is None:
+            m = re.match(r"deps_(\S+) := \\$", line)
+            if m:
+                obj = m.group(1)
+            continue
+        item = line.strip().rstrip("\\").strip()
+        if not item:
+            break
+        if not item.startswith("$("):
+            deps.append(item)
+    return (obj, deps) if obj else None
+
+
+def srcpath(path):
+    """A path as the build printed it, relative to the source tree: the
+    build directory is a direct child of it, so kbuild writes '../mm/rmap.c'."""
+    return path[3:] if path.startswith("../") else path
+
+
+def objects_including(build_out, headers):
+    """Objects compiled in a build directory whose .o.cmd lists one of the
+    headers (paths relative to the source tree), sorted.  The build
+    directory is a direct child of the source tree, so a source file is
+    listed as '../<path>'; a path without '../' is a generated file of the
+    build directory."""
+    want = set(headers)
+    found = []
+    for d, _, files in os.walk(build_out):
+        for name in files:
+            if not name.startswith(".") or not name.endswith(".o.cmd") \
+                    or name.endswith(".mod.o.cmd"):
+                continue
+            parsed = cmd_deps((Path(d) / name).read_text(errors="replace"))
+            if parsed and want & {p[3:] for p in parsed[1] if p.startswith("../")}:
+                found.append(parsed[0])
+    return sorted(found)
+
+
+def buildable(build_out, obj):
+    """Whether 'make OBJ' works in a build directory: the object has a
+    directory, does not climb out of it (arch/x86/kvm/../../../virt/kvm/...,
+    built by its directory), is not a module's .mod.o, and kbuild descended
+    into its directory (built-in.a or modules.order there; arch/x86/boot and
+    arch/x86/realmode/rm have neither)."""
+    d = os.path.dirname(obj)
+    if not d or "/../" in f"/{obj}" or obj.endswith(".mod.o"):
+        return False
+    return (build_out / d / "built-in.a").exists() \
+        or (build_out / d / "modules.order").exists()
+
+
+def goals(v, t, build_out, full, c_files, headers):
+    """What make builds for a variant (see the module docstring); [] is
+    make's default target."""
+    if full or not v.dirs:
+        return [] if v.base == "lab" else ["vmlinux"]
+    dirs = [d.format(srcarch=t.srcarch) for d in v.dirs]
+    dirs += [d for d in dirs_of(c_files) if d not in dirs]
+    objs = [o for o in objects_including(build_out, headers)
+            if buildable(build_out, o) and not o.startswith(tuple(dirs))]
+    return dirs + objs
+
+
+# --- configs ---------------------------------------------------------------
+
+def debian_config(t):
+    """Debian's config for an arch, unpacked once from linux-config-6.12 of
+    the source's version into WORK/dl; returns its path."""
+    version = source.base_version()
+    if version == "unknown":
+        version = config.SOURCE_VERSION
+    dl = config.WORK / "dl"
+    name = f"config.{t.deb_arch}_none_{t.deb_arch}"
+    dest = dl / f"{config.CONFIG_PACKAGE}_{version}" / name
+    if dest.exists():
+        return dest
+    dl.mkdir(parents=True, exist_ok=True)
+    deb = dl / f"{config.CONFIG_PACKAGE}_{version.replace(':', '%3a')}_{t.deb_arch}.deb"
+    if not deb.exists():
+        run(["apt-get", "download", f"{config.CONFIG_PACKAGE}:{t.deb_arch}={version}"],
+            cwd=dl)
+    pkg = dl / "config-pkg"
+    if pkg.exists():
+        shutil.rmtree(pkg)
+    run(["dpkg-deb", "-x", str(deb), str(pkg)])
+    xz = pkg / "usr/src" / config.CONFIG_PACKAGE / f"{name}.xz"
+    if not xz.exists():
+        raise LabError(f"{deb.name} has no {xz.relative_to(pkg)}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(lzma.decompress(xz.read_bytes()))
+    shutil.rmtree(pkg)
+    return dest
+
+
+def config_inputs(v, t, flavour):
+    """The text that decides a variant's .config in one tree."""
+    parts = [v.base] + list(v.lines)
+    if v.base == "lab":
+        parts += [f.read_text() for f in build.fragments(t.name, "default", flavour)]
+    elif v.base == "debian":
+        parts.append(debian_config(t).read_text())
+    elif v.base == "defconfig":
+        parts.append((config.source_tree(flavour) / "arch" / t.srcarch /
+                      "configs/defconfig").read_text())
+    return "\n".join(parts)
+
+
+def check_lines(dotconfig, frags):
+    """Every option the fragments set, the later fragment winning, holds in
+    the final .config."""
+    want = {}
+    for f in frags:
+        want.update(build.parse_fragment(f))
+    have = build.parse_dotconfig(dotconfig)
+    bad = [f"{k}={val} ended up as {k}={have.get(k, 'n')}"
+           for k, val in want.items() if have.get(k, "n") != val]
+    if bad:
+        raise LabError("config lines did not stick (a dependency is missing, or "
+                       "something selects the option):\n  " + "\n  ".join(bad))
+
+
+def write_config(v, t, flavour, build_out, log):
+    """Write a variant's .config into a build directory: its base, then its
+    lines (written to lab-check.config) merged with merge_config.sh, then
+    olddefconfig; every line is checked."""
+    src = config.source_tree(flavour)
+    base = build.make_cmd(t, src, build_out, flavour)
+    env = dict(os.environ, **build.BUILD_ENV)
+    extra = build_out / "lab-check.config"
+    extra.write_text("".join(line + "\n" for line in v.lines))
+    frags = [extra]
+    if v.base == "lab":
+        frags = build.fragments(t.name, "default", flavour) + [extra]
+        run(base + ["tinyconfig"], env=env, log=log)
+    elif v.base == "defconfig":
+        run(base + ["defconfig"], env=env, log=log)
+    elif v.base == "debian":
+        shutil.copyfile(debian_config(t), build_out / ".config")
+    else:
+        raise LabError(f"variant {v.leaf}: unknown base '{v.base}'")
+    run([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(build_out),
+         str(build_out / ".config")] + [str(f) for f in frags], env=env, log=log)
+    run(base + ["olddefconfig"], env=env, log=log)
+    check_lines(build_out / ".config", frags)
+
+
+def configure(v, t, flavour, build_out, log):
+    """write_config() unless the build directory already has this config."""
+    want = hashlib.sha256(config_inputs(v, t, flavour).encode()).hexdigest()
+    stamp = build_out / CONFIG_STAMP
+    if stamp.exists() and stamp.read_text().strip() == want \
+            and (build_out / ".config").exists():
+        return
+    write_config(v, t, flavour, build_out, log)
+    stamp.write_text(want + "\n")
+
+
+# Kbuild hands single targets on to sub-makes inside one recipe, which
+# make runs as 'sh -c <recipe>'; one argument may not exceed 128 kB
+# (MAX_ARG_STRLEN), so a long list of objects is built in several makes.
+GOALS_PER_MAKE = 500
+
+
+def make(t, flavour, build_out, targets, log, extra=()):
+    """make in a build directory, each target's output grouped (-Otarget) so
+    that a compile's warnings follow its own line; True on success.  [] is
+    make's default target; more than GOALS_PER_MAKE targets take several
+    makes, and the first that fails ends the build."""
+    cmd = build.make_cmd(t, config.source_tree(flavour), build_out, flavour) + \
+        ["-Otarget"] + list(extra)
+    env = dict(os.environ, **build.BUILD_ENV)
+    targets = list(targets)
+    for i in range(0, max(len(targets), 1), GOALS_PER_MAKE):
+        p = run(cmd + targets[i:i + GOALS_PER_MAKE], env=env, log=log, check=False)
+        if p.returncode != 0:
+            return False
+    return True
+
+
+# --- warnings --------------------------------------------------------------
+
+STEP = re.compile(r"^  ([A-Z][A-Z0-9_]*)(?: \[M\])?\s+(\S+)\s*$")
+LOCATED = re.compile(r"^(?P<file>[^\s:]+):\d+:(?:\d+:)? (?P<kind>warning|error): "
+                     r"(?P<text>.*)$")
+UNLOCATED = re.compile(r"^(?!make(\[\d+\])?:)(?P<file>[^\s:]+): (?P<kind>warning|error): "
+                       r"(?P<text>.*)$")
+MODPOST = re.compile(r"^(?P<kind>WARNING|ERROR): modpost: (?P<text>.*)$")
+OFFSET = re.compile(r"\+0x[0-9a-f]+\b")
+
+
+def normalise(line, tool=""):
+    """The comparable form of a warning line (see the module docstring), or
+    None when the line is not a warning."""
+    m = LOCATED.match(line) or UNLOCATED.match(line)
+    if m:
+        where = f"{srcpath(m['file'])}: {m['kind']}"
+    else:
+        m = MODPOST.match(line)
+        if not m:
+            return None
+        where = f"modpost: {m['kind'].lower()}"
+    text = OFFSET.sub("+0x..", m["text"]).replace("\u2018", "'").replace("\u2019", "'")
+    return f"{tool}{where}: {text.strip()}"
+
+
+def parse_log(text):
+    """{step: {normalised warning: line as printed}} of a build log; a step
+    is a kbuild line such as '  CC      mm/rmap.o' ('CC mm/rmap.o'), and the
+    lines before the first step belong to ''.  Warnings under a CHECK step
+    are sparse's."""
+    steps = {"": {}}
+    step = ""
+    for line in text.splitlines():
+        m = STEP.match(line)
+        if m:
+            step = f"{m.group(1)} {m.group(2)}"
+            steps.setdefault(step, {})
+            continue
+        key = normalise(line, "sparse: " if step.startswith("CHECK ") else "")
+        if key:
+            steps[step].setdefault(key, line)
+    return steps
+
+
+def merged(steps):
+    """{normalised: line} over the steps of a parse_log() or a record."""
+    all_ = {}
+    for warns in steps.values():
+        for key, line in warns.items():
+            all_.setdefault(key, line)
+    return all_
+
+
+def record_warnings(build_out, text):
+    """Update a build directory's warning record with a build log (each step
+    in the log replaces its entry) and return all warnings on record."""
+    f = build_out / RECORD
+    rec = json.loads(f.read_text()) if f.exists() else {}
+    for step, warns in parse_log(text).items():
+        if warns:
+            rec[step] = warns
+        else:
+            rec.pop(step, None)
+    f.write_text(json.dumps(rec, indent=1, sort_keys=True))
+    return merged(rec)
+
+
+def new_warnings(stock, patched):
+    """Lines of the warnings patched has and stock has not, sorted."""
+    return sorted(line for key, line in patched.items() if key not in stock)
+
+
+def log_since(log, start):
+    """The text a log gained after byte offset start."""
+    return log.read_bytes()[start:].decode(errors="replace")
+
+
+def cmd_file(build_out, obj):
+    return build_out / os.path.dirname(obj) / f".{os.path.basename(obj)}.cmd"
+
+
+def extra_pass(t, flavour, build_out, objs, log):
+    """W=1 and sparse (C=2) on the objects of the changed .c files that this
+    build compiled; each is deleted first so that it compiles again.
+    Returns (ok, {normalised: line})."""
+    objs = [o for o in objs if cmd_file(build_out, o).exists()]
+    if not objs:
+        return True, {}
+    for o in objs:
+        (build_out / o).unlink(missing_ok=True)
+    start = log.stat().st_size
+    ok = make(t, flavour, build_out, objs, log, extra=["W=1", "C=2"])
+    return ok, merged(parse_log(log_since(log, start)))
+
+
+# --- a leaf ----------------------------------------------------------------
+
+def head(flavour):
+    return out(["git", "-C", str(config.source_tree(flavour)), "rev-parse", "HEAD"])
+
+
+def stamp_key(inputs):
+    """sha256 over a JSON dict of everything a verdict depends on."""
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def load_stamp(path, key):
+    """The verdict stored under key, or None."""
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text())
+    return stored["result"] if stored.get("key") == key else None
+
+
+def save_stamp(path, key, result):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                "result": result}, indent=1))
+
+
+def verdict(status, detail="", error="", new=()):
+    return {"status": status, "detail": detail, "error": error, "new": list(new)}
+
+
+def error_line(context):
+    """The line of a first_error() block that names the error."""
+    lines = context.splitlines()
+    return next((l for l in lines if "error:" in l), lines[-1] if lines else "")
+
+
+def build_variant(v, t, full):
+    """Configure and build both trees, then the W=1/sparse pass; a verdict."""
+    c_files = for_arch(changed("*.c"), t.srcarch)
+    headers = changed("*.h")
+    ok, warns, logs = {}, {}, {}
+    for flavour in ("patched", "stock"):
+        build_out = build_dir(v, flavour)
+        build_out.mkdir(parents=True, exist_ok=True)
+        log = config.log_dir() / f"check-{v.arch}-{v.name}-{flavour}.log"
+        log.write_text("")
+        say(f"{v.leaf}: building {flavour} (log: {log})")
+        configure(v, t, flavour, build_out, log)
+        start = log.stat().st_size
+        ok[flavour] = make(t, flavour, build_out,
+                           goals(v, t, build_out, full, c_files, headers), log)
+        warns[flavour] = record_warnings(build_out, log_since(log, start))
+        logs[flavour] = log
+    if not ok["patched"]:
+        return failed_build(logs["patched"], logs["stock"] if not ok["stock"] else None)
+    notes = [] if full or not v.dirs else ["directories only"]
+    if not ok["stock"]:
+        return verdict("pass", ", ".join(notes + [f"the stock build failed (log: "
+                                                  f"{logs['stock']}), warnings not compared"]))
+    extra = {}
+    for flavour in ("patched", "stock"):
+        log = config.log_dir() / f"check-{v.arch}-{v.name}-{flavour}-w1.log"
+        log.write_text("")
+        done, extra[flavour] = extra_pass(t, flavour, build_dir(v, flavour),
+                                          objects_of(c_files), log)
+        if not done and flavour == "patched":
+            err = build.first_error(log)
+            return verdict("fail", f"W=1/sparse build failed: {error_line(err)}", err)
+        if not done:
+            notes.append(f"the stock W=1/sparse pass failed (log: {log}), its "
+                         "warnings not compared")
+            extra = {}
+            break
+    if extra:
+        warns = {f: {**extra[f], **warns[f]} for f in warns}
+    new = new_warnings(warns["stock"], warns["patched"])
+    if new:
+        notes.insert(0, f"{len(new)} new warning{'s' * (len(new) != 1)}")
+        return verdict("fail", ", ".join(notes), new=new)
+    return verdict("pass", ", ".join(notes))
+
+
+def failed_build(log, stock_log=None):
+    """The verdict on a patched build that failed: SKIP when the stock build
+    (stock_log, when it failed too) stopped at the same error, else FAIL."""
+    err = build.first_error(log)
+    line = error_line(err)
+    if stock_log is not None:
+        stock_line = error_line(build.first_error(stock_log))
+        if normalise(stock_line) and normalise(stock_line) == normalise(line):
+            return verdict("skip", f"the stock build fails the same way: {line}", err)
+    return verdict("fail", f"build failed: {line}", err)
+
+
+def stamp_inputs(v, t, full):
+    inputs = {"patched": head("patched"), "stock": head("stock"),
+              "series": source.series_hash(), "variant": dataclasses.asdict(v),
+              "full": bool(full and v.dirs)}
+    if v.base == "each-commit":
+        inputs["config"] = build.config_hash(t.name, "default", "patched")
+    else:
+        inputs["config"] = {f: stamp_key({"text": config_inputs(v, t, f)})
+                            for f in config.FLAVOURS}
+    return inputs
+
+
+def needs(v, t):
+    """Programs a leaf needs that are not on PATH."""
+    progs = [f"{t.cross}gcc"] + (["sparse"] if v.base != "each-commit" else [])
+    return [p for p in progs if not shutil.which(p)]
+
+
+def check(v, tally, full=False, use_cache=True):
+    """Run one leaf (or print its stored verdict) and add it to the tally."""
+    t = TARGETS[v.arch]
+    if v.base == "each-commit":
+        stamp = config.source_tree("bisect") / f"out-{v.arch}-default" / STAMP
+    else:
+        stamp = build_dir(v, "patched") / STAMP
+    try:
+        key = stamp_key(stamp_inputs(v, t, full))
+        hit = load_stamp(stamp, key) if use_cache else None
+        if hit:
+            report(tally, v, hit, cached=True)
+            return
+        missing = needs(v, t)
+        if missing:
+            raise LabError(f"{', '.join(missing)} not found; run 'lab deps --install'")
+        if v.base == "each-commit":
+            failed = build.each_commit(v.arch)
+            result = verdict("fail", "does not build at " + " ".join(c[:12] for c in failed)) \
+                if failed else verdict("pass")
+        else:
+            result = build_variant(v, t, full)
+    except LabError as e:
+        report(tally, v, verdict("fail", str(e).splitlines()[0], str(e)))
+        return
+    save_stamp(stamp, key, result)
+    report(tally, v, result)
+
+
+def report(tally, v, result, cached=False):
+    detail = result["detail"]
+    if cached:
+        detail = f"{detail}, cached" if detail else "cached"
+    tally.add(result["status"], v.leaf, detail)
+    if result["status"] != "pass" and result["error"] \
+            and result["error"].strip() != result["detail"].strip():
+        print("\n".join("    " + l for l in result["error"].splitlines()))
+    for line in result["new"]:
+        print(f"    new: {line}")
+
+
+def save(tally):
+    """Write the rows to WORK/results/check-<time>.json; return its path."""
+    path = config.WORK / "results" / f"check-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([{"status": s, "name": n, "detail": d}
+                                for s, n, d in tally.rows], indent=1))
+    return path
+
+
+def main(names=None, everything=False, full=False, use_cache=True):
+    """'lab check': the selected leaves, then the summary; the exit status."""
+    variants = select(names, everything)
+    source.apply()
+    tally = Tally()
+    for v in variants:
+        check(v, tally, full, use_cache)
+    return tally.finish(save(tally))

@@ -1,0 +1,505 @@
+"""Host unit tests of 'lab check' without a kernel build: warning parsing and
+normalisation, the .o.cmd dependency scan and the make goals, configs, the
+stored verdicts, the variant table and the command line."""
+
+import json
+import lzma
+import re
+
+import pytest
+
+from lab import build, check, cli, config, deps
+from lab.tally import Tally
+from lab.util import LabError
+
+STOCK_LOG = """\
+  CC      mm/rmap.o
+../mm/rmap.c: In function \u2018try_to_unmap_one\u2019:
+../mm/rmap.c:1702:23: warning: unused variable \u2018pte\u2019 [-Wunused-variable]
+ 1702 |         pte_t pte;
+      |               ^~~
+  CC      mm/vmscan.o
+../include/linux/mm.h:400:1: warning: 'foo' defined but not used [-Wunused-function]
+  LD      vmlinux.o
+"""
+
+
+def log_with(*lines):
+    return "".join(line + "\n" for line in lines)
+
+
+# --- warnings ----------------------------------------------------------------
+
+def test_a_warning_that_moved_lines_is_not_new():
+    patched = STOCK_LOG.replace("1702:23", "1788:23").replace("400:1", "417:1")
+    new = check.new_warnings(check.merged(check.parse_log(STOCK_LOG)),
+                             check.merged(check.parse_log(patched)))
+    assert new == []
+
+
+def test_a_new_text_is_new_and_keeps_its_line_as_printed():
+    added = "../mm/rmap.c:1800:9: warning: unused variable 'nr' [-Wunused-variable]"
+    patched = STOCK_LOG.replace("  CC      mm/vmscan.o\n",
+                                "  CC      mm/vmscan.o\n" + added + "\n")
+    new = check.new_warnings(check.merged(check.parse_log(STOCK_LOG)),
+                             check.merged(check.parse_log(patched)))
+    assert new == [added]
+
+
+def test_another_flag_or_another_file_is_new():
+    stock = check.merged(check.parse_log(STOCK_LOG))
+    for changed in (STOCK_LOG.replace("-Wunused-function", "-Wunused-const-variable"),
+                    STOCK_LOG.replace("include/linux/mm.h", "include/linux/mmzone.h")):
+        assert len(check.new_warnings(stock, check.merged(check.parse_log(changed)))) == 1
+
+
+@pytest.mark.parametrize("line,key", [
+    ("../mm/rmap.c:12:5: warning: unused variable \u2018x\u2019 [-Wunused-variable]",
+     "mm/rmap.c: warning: unused variable 'x' [-Wunused-variable]"),
+    # kernel-doc (W=1) has no column
+    ("../mm/rmap.c:99: warning: Function parameter or struct member 'nr' not described",
+     "mm/rmap.c: warning: Function parameter or struct member 'nr' not described"),
+    ("mm/rmap.o: warning: objtool: try_to_unmap_one+0x1a2: unreachable instruction",
+     "mm/rmap.o: warning: objtool: try_to_unmap_one+0x..: unreachable instruction"),
+    ("ld: warning: vmlinux.o: has a LOAD segment with RWX permissions",
+     "ld: warning: vmlinux.o: has a LOAD segment with RWX permissions"),
+    ("WARNING: modpost: vmlinux: section mismatch in reference: f+0x10 (section: .text)",
+     "modpost: warning: vmlinux: section mismatch in reference: f+0x.. (section: .text)"),
+    ("../mm/rmap.c:12:5: error: 'x' undeclared", "mm/rmap.c: error: 'x' undeclared"),
+])
+def test_normalise(line, key):
+    assert check.normalise(line) == key
+
+
+@pytest.mark.parametrize("line", [
+    "../mm/rmap.c: In function 'f':",
+    "../mm/rmap.c:12:5: note: declared here",
+    " 1702 |         pte_t pte;",
+    "In file included from ../mm/rmap.c:57:",
+    "  CC      mm/rmap.o",
+    "make[2]: *** [../scripts/Makefile.build:229: mm/rmap.o] Error 1",
+    "make[1]: warning: jobserver unavailable: using -j1.",
+])
+def test_lines_that_are_not_warnings(line):
+    assert check.normalise(line) is None
+
+
+def test_parse_log_attributes_warnings_to_their_step():
+    text = log_with(
+        "  SYNC    include/config/auto.conf",
+        "  CC [M]  drivers/xen/gntdev.o",
+        "../drivers/xen/gntdev.c:5:1: warning: w1 [-Wx]",
+        "  CHECK   ../mm/rmap.c",
+        "../mm/rmap.c:10:3: warning: context imbalance in 'f' - unexpected unlock",
+        "  CC      mm/rmap.o")
+    steps = check.parse_log("../x.c:1:1: warning: early\n" + text)
+    assert steps[""] == {"x.c: warning: early": "../x.c:1:1: warning: early"}
+    assert list(steps["CC drivers/xen/gntdev.o"]) == ["drivers/xen/gntdev.c: warning: w1 [-Wx]"]
+    # sparse's warnings say so, so that gcc's and sparse's never match
+    assert list(steps["CHECK ../mm/rmap.c"]) == \
+        ["sparse: mm/rmap.c: warning: context imbalance in 'f' - unexpected unlock"]
+    assert steps["CC mm/rmap.o"] == {} and steps["SYNC include/config/auto.conf"] == {}
+
+
+def test_record_keeps_what_was_not_rebuilt(tmp_path):
+    first = log_with("  CC      mm/a.o", "../mm/a.c:1:1: warning: A [-Wa]",
+                     "  CC      mm/b.o", "../mm/b.c:1:1: warning: B [-Wb]")
+    assert len(check.record_warnings(tmp_path, first)) == 2
+    # an incremental build: b rebuilt without its warning, c new; a untouched
+    second = log_with("  CC      mm/b.o", "  CC      mm/c.o", "../mm/c.c:2:2: warning: C [-Wc]")
+    got = check.record_warnings(tmp_path, second)
+    assert sorted(got) == ["mm/a.c: warning: A [-Wa]", "mm/c.c: warning: C [-Wc]"]
+    # nothing rebuilt: the record stands
+    assert check.record_warnings(tmp_path, "") == got
+    assert "CC mm/b.o" not in json.loads((tmp_path / check.RECORD).read_text())
+
+
+def test_extra_pass_recompiles_the_objects_this_build_has(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    (out / "mm").mkdir(parents=True)
+    for name in ("rmap.o", ".rmap.o.cmd"):
+        (out / "mm" / name).write_text("")
+    log = tmp_path / "w1.log"
+    # earlier output, with gcc's 3-byte quotes: the pass reads from a byte offset
+    log.write_text("\u2018configure\u2019 output\n../mm/old.c:1:1: warning: not this pass\n")
+    made = []
+
+    def make(t, flavour, build_out, targets, log_, extra=()):
+        made.append((list(targets), list(extra), (build_out / "mm/rmap.o").exists()))
+        with open(log_, "a") as f:
+            f.write("  CC      mm/rmap.o\n../mm/rmap.c:3:1: warning: W1 [-Wextra-thing]\n"
+                    "  CHECK   ../mm/rmap.c\n../mm/rmap.c:4:1: warning: S\n")
+        return True
+
+    monkeypatch.setattr(check, "make", make)
+    ok, warns = check.extra_pass(check.TARGETS["x86_64"], "stock", out,
+                                 ["mm/rmap.o", "mm/pt_reclaim.o"], log)
+    # only the object this build compiled, deleted first, W=1 and C=2
+    assert made == [(["mm/rmap.o"], ["W=1", "C=2"], False)]
+    assert ok and sorted(warns) == ["mm/rmap.c: warning: W1 [-Wextra-thing]",
+                                    "sparse: mm/rmap.c: warning: S"]
+    made.clear()
+    assert check.extra_pass(check.TARGETS["x86_64"], "stock", out, ["mm/x.o"], log) == (True, {})
+    assert made == []
+
+
+# --- what to build -----------------------------------------------------------
+
+def cmd_file(out, obj, deps_):
+    path = check.cmd_file(out, obj)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"  {d} \\\n" for d in deps_)
+    path.write_text(f"savedcmd_{obj} := gcc -c -o {obj}\n\nsource_{obj} := ../x.c\n\n"
+                    f"deps_{obj} := \\\n    $(wildcard include/config/SWAP) \\\n{body}\n"
+                    f"{obj}: $(deps_{obj})\n\n$(deps_{obj}):\n")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A build directory as kbuild leaves it, .o.cmd files and built-in.a."""
+    out = tmp_path / "out"
+    cmd_file(out, "mm/rmap.o", ["../include/linux/mm.h", "include/generated/bounds.h"])
+    cmd_file(out, "mm/slub.o", ["../include/linux/slab.h"])
+    cmd_file(out, "fs/ext4/inode.o", ["../include/linux/compiler.h",
+                                      "../arch/x86/include/asm/tlbflush.h"])
+    cmd_file(out, "drivers/xen/gntdev.o", ["../include/linux/mmu_notifier.h"])
+    cmd_file(out, "drivers/xen/gntdev.mod.o", ["../include/linux/mm.h"])
+    cmd_file(out, "arch/x86/kvm/../../../virt/kvm/kvm_main.o", ["../include/linux/mm.h"])
+    cmd_file(out, "arch/x86/boot/compressed/misc.o", ["../include/linux/mm.h"])
+    cmd_file(out, "arch/x86/kernel/paravirt.o", ["../arch/x86/include/asm/tlb.h"])
+    for d in ("mm", "fs/ext4", "arch/x86/kernel"):
+        (out / d / "built-in.a").write_text("")
+    (out / "drivers/xen/modules.order").write_text("")
+    return out
+
+
+HEADERS = ["include/linux/mm.h", "include/linux/mmu_notifier.h",
+           "arch/x86/include/asm/tlbflush.h", "arch/x86/include/asm/tlb.h",
+           "include/linux/foliobatch.h"]
+
+
+def test_cmd_deps_reads_the_deps_block(tree):
+    obj, deps_ = check.cmd_deps(check.cmd_file(tree, "mm/rmap.o").read_text())
+    assert obj == "mm/rmap.o"
+    assert deps_ == ["../include/linux/mm.h", "include/generated/bounds.h"]
+    assert check.cmd_deps("savedcmd_x.o := ld -r\n") is None
+
+
+def test_objects_including_changed_headers(tree):
+    found = check.objects_including(tree, HEADERS)
+    assert found == ["arch/x86/boot/compressed/misc.o", "arch/x86/kernel/paravirt.o",
+                     "arch/x86/kvm/../../../virt/kvm/kvm_main.o",
+                     "drivers/xen/gntdev.o", "fs/ext4/inode.o", "mm/rmap.o"]
+    # a generated header of the same name in the build directory is not the source's
+    assert check.objects_including(tree, ["include/generated/bounds.h"]) == []
+
+
+def test_buildable_objects(tree):
+    assert check.buildable(tree, "mm/rmap.o")
+    assert check.buildable(tree, "drivers/xen/gntdev.o")          # modules.order
+    assert not check.buildable(tree, "arch/x86/boot/compressed/misc.o")
+    assert not check.buildable(tree, "arch/x86/kvm/../../../virt/kvm/kvm_main.o")
+    assert not check.buildable(tree, "drivers/xen/gntdev.mod.o")
+    assert not check.buildable(tree, "vmlinux.o")
+
+
+def test_changed_files_by_arch():
+    files = ["mm/rmap.c", "arch/arm64/mm/contpte.c", "arch/riscv/mm/tlbflush.c",
+             "arch/x86/kernel/paravirt.c", "arch/x86/mm/pgtable.c"]
+    x86 = check.for_arch(files, "x86")
+    assert x86 == ["mm/rmap.c", "arch/x86/kernel/paravirt.c", "arch/x86/mm/pgtable.c"]
+    assert check.objects_of(x86 + ["include/linux/mm.h"]) == \
+        ["mm/rmap.o", "arch/x86/kernel/paravirt.o", "arch/x86/mm/pgtable.o"]
+    assert check.dirs_of(x86) == ["arch/x86/kernel/", "arch/x86/mm/", "mm/"]
+
+
+def test_goals(tree):
+    v = variant("x86_64/debian-amd64")
+    t = check.TARGETS["x86_64"]
+    c_files = ["mm/rmap.c", "arch/x86/kernel/paravirt.c"]
+    got = check.goals(v, t, tree, False, c_files, HEADERS)
+    dirs = [d.format(srcarch="x86") for d in check.DEBIAN_DIRS]
+    # the variant's directories, the changed files' ones, then scanned objects
+    # outside them that make can build alone
+    assert got == dirs + ["arch/x86/kernel/", "fs/ext4/inode.o"]
+    assert check.goals(v, t, tree, True, c_files, HEADERS) == ["vmlinux"]
+    assert check.goals(variant("x86_64/lab-thp-off"), t, tree, False, c_files,
+                       HEADERS) == []
+
+
+def test_make_splits_long_goal_lists(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(check, "run", lambda cmd, **kw: calls.append(cmd) or
+                        type("P", (), {"returncode": 0})())
+    t = check.TARGETS["riscv64"]
+    objs = [f"mm/f{i}.o" for i in range(check.GOALS_PER_MAKE + 1)]
+    assert check.make(t, "patched", tmp_path, objs, tmp_path / "log")
+    assert len(calls) == 2 and calls[1][-1] == objs[-1] and "-Otarget" in calls[0]
+    assert "ARCH=riscv" in calls[0] and "CROSS_COMPILE=riscv64-linux-gnu-" in calls[0]
+    calls.clear()
+    assert check.make(t, "patched", tmp_path, [], tmp_path / "log", extra=["W=1"])
+    assert len(calls) == 1 and calls[0][-1] == "W=1"    # make's default target
+
+
+# --- configs -----------------------------------------------------------------
+
+def test_check_lines_later_fragment_wins(tmp_path):
+    common = tmp_path / "common.config"
+    common.write_text("CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_SWAP=y\n")
+    extra = tmp_path / "lab-check.config"
+    extra.write_text("CONFIG_TRANSPARENT_HUGEPAGE=n\n")
+    dot = tmp_path / ".config"
+    dot.write_text("CONFIG_SWAP=y\n# CONFIG_TRANSPARENT_HUGEPAGE is not set\n")
+    check.check_lines(dot, [common, extra])
+    dot.write_text("CONFIG_SWAP=y\nCONFIG_TRANSPARENT_HUGEPAGE=y\n")
+    with pytest.raises(LabError, match="CONFIG_TRANSPARENT_HUGEPAGE=n ended up as"):
+        check.check_lines(dot, [common, extra])
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "WORK", tmp_path / "work")
+    return tmp_path / "work"
+
+
+def fake_make(commands, dotconfig_text):
+    """A util.run stand-in: records commands; olddefconfig writes a .config
+    of the merged fragments' lines, then dotconfig_text (which wins)."""
+    frags = []
+
+    def run(cmd, **kw):
+        cmd = [str(c) for c in cmd]
+        commands.append(cmd)
+        if cmd[0].endswith("merge_config.sh"):
+            frags.extend(cmd[5:])
+        if "olddefconfig" in cmd:
+            out = next(c[2:] for c in cmd if c.startswith("O="))
+            with open(f"{out}/.config", "a") as f:
+                f.write("".join(open(p).read() for p in frags) + dotconfig_text)
+        return type("P", (), {"returncode": 0})()
+    return run
+
+
+def test_write_config_lab_variant(work, monkeypatch):
+    commands = []
+    monkeypatch.setattr(check, "run", fake_make(commands, "CONFIG_PT_RECLAIM=n\n"))
+    v = variant("x86_64/lab-pt-reclaim-off")
+    out = check.build_dir(v, "patched")
+    out.mkdir(parents=True)
+    check.write_config(v, check.TARGETS["x86_64"], "patched", out, work / "log")
+    assert commands[0][-1] == "tinyconfig"
+    merge = commands[1]
+    assert merge[0].endswith("scripts/kconfig/merge_config.sh")
+    assert merge[-2:] == [str(config.CONFIGS / "patched.config"), str(out / "lab-check.config")]
+    assert commands[2][-1] == "olddefconfig"
+    assert (out / "lab-check.config").read_text() == "CONFIG_PT_RECLAIM=n\n"
+
+
+def test_write_config_fails_on_a_line_that_did_not_stick(work, monkeypatch):
+    monkeypatch.setattr(check, "run", fake_make([], "CONFIG_MMU_NOTIFIER=y\n"))
+    v = variant("x86_64/lab-mmu-notifier-off")
+    out = check.build_dir(v, "stock")
+    out.mkdir(parents=True)
+    with pytest.raises(LabError, match="CONFIG_MMU_NOTIFIER=n ended up as CONFIG_MMU_NOTIFIER=y"):
+        check.write_config(v, check.TARGETS["x86_64"], "stock", out, work / "log")
+
+
+def test_write_config_debian_starts_from_debians_file(work, monkeypatch):
+    commands = []
+    debian = work / "debian.config"
+    debian.parent.mkdir(parents=True)
+    debian.write_text("CONFIG_MMU_NOTIFIER=y\nCONFIG_DEBUG_INFO_BTF=y\n")
+    monkeypatch.setattr(check, "debian_config", lambda t: debian)
+    monkeypatch.setattr(check, "run", fake_make(commands, "CONFIG_DEBUG_INFO_NONE=y\n"))
+    v = variant("arm64/debian-arm64")
+    out = check.build_dir(v, "patched")
+    out.mkdir(parents=True)
+    check.write_config(v, check.TARGETS["arm64"], "patched", out, work / "log")
+    assert not any("tinyconfig" in c or "defconfig" in c for c in commands)
+    assert commands[0][-2:] == [str(out / ".config"), str(out / "lab-check.config")]
+    assert (out / ".config").read_text().startswith("CONFIG_MMU_NOTIFIER=y\n")
+
+
+def test_debian_config_downloads_and_unpacks_once(work, monkeypatch):
+    commands = []
+    version = config.SOURCE_VERSION
+
+    def run(cmd, **kw):
+        commands.append(cmd)
+        if cmd[0] == "apt-get":
+            assert cmd[-1] == f"{config.CONFIG_PACKAGE}:arm64={version}"
+            (kw["cwd"] / f"{config.CONFIG_PACKAGE}_{version}_arm64.deb").write_text("deb")
+        elif cmd[0] == "dpkg-deb":
+            d = work / "dl" / "config-pkg" / "usr/src" / config.CONFIG_PACKAGE
+            d.mkdir(parents=True)
+            (d / "config.arm64_none_arm64.xz").write_bytes(lzma.compress(b"CONFIG_ARM64=y\n"))
+        return type("P", (), {"returncode": 0})()
+
+    monkeypatch.setattr(check, "run", run)
+    path = check.debian_config(check.TARGETS["arm64"])
+    assert path.read_text() == "CONFIG_ARM64=y\n"
+    assert [c[0] for c in commands] == ["apt-get", "dpkg-deb"]
+    assert not (work / "dl" / "config-pkg").exists()
+    assert check.debian_config(check.TARGETS["arm64"]) == path and len(commands) == 2
+
+
+def test_config_inputs_differ_by_flavour_and_lines():
+    v = variant("x86_64/lab-thp-off")
+    t = check.TARGETS["x86_64"]
+    # patched builds add configs/patched.config
+    assert check.config_inputs(v, t, "stock") != check.config_inputs(v, t, "patched")
+    other = variant("x86_64/lab-swap-off")
+    assert check.config_inputs(v, t, "stock") != check.config_inputs(other, t, "stock")
+
+
+# --- verdicts and the stored ones ----------------------------------------------
+
+INPUTS = {"patched": "a" * 40, "stock": "b" * 40, "series": "c" * 16,
+          "config": {"stock": "d", "patched": "e"}, "full": False,
+          "variant": {"name": "lab-thp-off", "lines": ["CONFIG_TRANSPARENT_HUGEPAGE=n"]}}
+
+
+@pytest.mark.parametrize("field,value", [
+    ("patched", "f" * 40), ("stock", "0" * 40), ("series", "1" * 16),
+    ("config", {"stock": "d", "patched": "e2"}), ("full", True),
+    ("variant", {"name": "lab-thp-off", "lines": ["CONFIG_TRANSPARENT_HUGEPAGE=y"]}),
+])
+def test_changing_any_input_changes_the_key(field, value):
+    assert check.stamp_key(dict(INPUTS, **{field: value})) != check.stamp_key(INPUTS)
+    assert check.stamp_key(dict(INPUTS)) == check.stamp_key(INPUTS)
+
+
+def test_stamp_round_trip(tmp_path):
+    path = tmp_path / "out" / check.STAMP
+    k = check.stamp_key(INPUTS)
+    assert check.load_stamp(path, k) is None
+    result = check.verdict("fail", "1 new warning", new=["../mm/rmap.c:1:1: warning: x"])
+    check.save_stamp(path, k, result)
+    assert check.load_stamp(path, k) == result
+    assert check.load_stamp(path, check.stamp_key(dict(INPUTS, series="2" * 16))) is None
+
+
+def test_a_second_run_with_the_same_inputs_prints_the_stored_verdict(work, monkeypatch, capsys):
+    inputs = dict(INPUTS)
+    builds = []
+    monkeypatch.setattr(check, "stamp_inputs", lambda v, t, full: dict(inputs))
+    monkeypatch.setattr(check, "needs", lambda v, t: [])
+
+    def build_variant(v, t, full):
+        builds.append(v.leaf)
+        return check.verdict("fail", "1 new warning", new=["../mm/rmap.c:9:1: warning: new one"])
+
+    monkeypatch.setattr(check, "build_variant", build_variant)
+    v = variant("x86_64/lab-thp-off")
+    tally = Tally()
+    check.check(v, tally)
+    check.check(v, tally)
+    assert builds == ["check/x86_64/lab-thp-off"]
+    assert tally.rows[1] == ("fail", "check/x86_64/lab-thp-off", "1 new warning, cached")
+    assert capsys.readouterr().out.count("new: ../mm/rmap.c:9:1: warning: new one") == 2
+    inputs["patched"] = "9" * 40                      # a new commit in the patched tree
+    check.check(v, tally)
+    check.check(v, tally, use_cache=False)            # --no-cache
+    assert len(builds) == 3
+
+
+def test_a_leaf_that_could_not_run_is_not_stored(work, monkeypatch):
+    monkeypatch.setattr(check, "stamp_inputs", lambda v, t, full: dict(INPUTS))
+    monkeypatch.setattr(check, "needs", lambda v, t: ["riscv64-linux-gnu-gcc"])
+    v = variant("riscv64/defconfig")
+    tally = Tally()
+    check.check(v, tally)
+    assert tally.rows[0][0] == "fail" and "riscv64-linux-gnu-gcc not found" in tally.rows[0][2]
+    assert not (check.build_dir(v, "patched") / check.STAMP).exists()
+
+
+def test_failed_build_is_a_skip_only_when_stock_fails_the_same_way(tmp_path):
+    patched, stock = tmp_path / "p.log", tmp_path / "s.log"
+    patched.write_text("  CC      mm/rmap.o\n../mm/rmap.c:10:2: error: 'x' undeclared\n")
+    stock.write_text("  CC      mm/rmap.o\n../mm/rmap.c:12:2: error: 'x' undeclared\n")
+    assert check.failed_build(patched, stock)["status"] == "skip"
+    assert check.failed_build(patched)["status"] == "fail"
+    stock.write_text("../mm/slub.c:3:1: error: something else\n")
+    r = check.failed_build(patched, stock)
+    assert r["status"] == "fail"
+    assert r["detail"] == "build failed: ../mm/rmap.c:10:2: error: 'x' undeclared"
+
+
+# --- the variant table -------------------------------------------------------
+
+def variant(leaf):
+    return next(v for v in check.VARIANTS if f"{v.arch}/{v.name}" == leaf)
+
+
+def test_variant_table():
+    leaves = [v.leaf for v in check.VARIANTS]
+    assert len(leaves) == len(set(leaves))
+    for v in check.VARIANTS:
+        assert v.arch in check.TARGETS and v.base in check.BASES and v.why, v
+        assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", v.name), v
+        for line in v.lines:
+            assert re.fullmatch(r"CONFIG_\w+=\S+", line), line
+        if v.base in ("lab", "each-commit"):
+            # the lab's own fragments exist for these arches only
+            assert v.arch in config.ARCHES, v
+            assert all(f.exists() for f in build.fragments(v.arch, "default", "patched"))
+        if v.dirs:
+            assert v.base in ("debian", "defconfig") and all(d.endswith("/") for d in v.dirs)
+        if v.base == "debian":
+            assert v.lines == check.DEBIAN_LINES and check.TARGETS[v.arch].deb_arch
+    assert {(v.arch, v.base) for v in check.VARIANTS} >= {
+        ("x86_64", "debian"), ("arm64", "debian"), ("riscv64", "defconfig"),
+        ("x86_64", "lab"), ("arm64", "lab"), ("x86_64", "each-commit"),
+        ("arm64", "each-commit")}
+    assert [v.leaf for v in check.VARIANTS if v.default] == [
+        "check/riscv64/defconfig", "check/x86_64/lab-lru-gen-off",
+        "check/x86_64/lab-pt-reclaim-off"]
+
+
+def test_every_option_the_issue_names_is_turned():
+    lines = {line for v in check.VARIANTS for line in v.lines}
+    for opt in ("TRANSPARENT_HUGEPAGE", "SWAP", "MEMCG", "LRU_GEN", "MMU_NOTIFIER",
+                "PT_RECLAIM", "ARM64_CONTPTE"):
+        assert f"CONFIG_{opt}=n" in lines, opt
+    assert {"CONFIG_ARM64_16K_PAGES=y", "CONFIG_ARM64_64K_PAGES=y",
+            "CONFIG_MMU_NOTIFIER=y"} <= lines
+
+
+def test_targets_match_the_lab_arches_and_have_packages():
+    for name, a in config.ARCHES.items():
+        t = check.TARGETS[name]
+        assert (t.karch, t.cross, t.deb_arch) == (a.karch, a.cross, a.deb_arch)
+    for t in check.TARGETS.values():
+        assert f"{t.cross}gcc" in deps.COMMANDS, t
+    assert "sparse" in deps.COMMANDS
+
+
+def test_select():
+    assert check.select() == [v for v in check.VARIANTS if v.default]
+    assert check.select(everything=True) == list(check.VARIANTS)
+    assert [v.leaf for v in check.select(["lab-thp-off"])] == ["check/x86_64/lab-thp-off"]
+    assert [v.leaf for v in check.select(["arm64/each-commit"])] == ["check/arm64/each-commit"]
+    assert len(check.select(["each-commit"])) == 2
+    assert {v.arch for v in check.select(["arm64/lab-*"])} == {"arm64"}
+    assert len(check.select(["check/x86_64/lab-*"])) == 7
+    with pytest.raises(LabError, match="nonsense"):
+        check.select(["lab-thp-off", "nonsense"])
+
+
+# --- the command line --------------------------------------------------------
+
+def test_lab_check_list_prints_the_variants(capsys):
+    assert cli.main(["check", "--list"]) == 0
+    out = capsys.readouterr().out
+    for v in check.VARIANTS:
+        assert v.leaf in out
+    assert "* check/x86_64/lab-pt-reclaim-off" in out
+
+
+def test_lab_check_options_reach_main(monkeypatch):
+    got = []
+    monkeypatch.setattr(check, "main", lambda names, **kw: got.append((names, kw)) or 0)
+    assert cli.main(["check"]) == 0
+    assert cli.main(["check", "--all", "--full", "--no-cache", "-k", "a", "-k", "b"]) == 0
+    assert got == [(None, {"everything": False, "full": False, "use_cache": True}),
+                   (["a", "b"], {"everything": True, "full": True, "use_cache": False})]
