@@ -57,6 +57,20 @@ warnings.
 Each-commit leaves run build.each_commit() (every commit of the series
 builds) for x86_64 and arm64.
 
+A plain 'lab check' runs three leaves (default=True), chosen for what no
+other build of the lab compiles at the lowest cost:
+  riscv64/defconfig, mm/ and arch/riscv/mm/ only: the only build of riscv's
+      arch_tlbbatch_add_pending(), which the series changes; and riscv has
+      THP, MGLRU and PT_RECLAIM off (defconfig sets none of them, and riscv
+      does not select ARCH_SUPPORTS_PT_RECLAIM), so its mm/ also compiles
+      the generic #else branches of those options;
+  x86_64/lab-pt-reclaim-off: x86's paravirt.c and pgtable.c test
+      CONFIG_PT_RECLAIM, and only this leaf builds them with it off;
+  arm64/lab-contpte-off: without contpte, arm64 takes the generic
+      test_and_clear_young_ptes() and clear_flush_young_ptes().
+The Debian configs, the other lab variants and the each-commit builds are
+what --all adds.
+
 Caching: a leaf's verdict is stored in its patched build directory
 (.lab-check) with a key over the patched and stock HEADs, the series hash,
 the config inputs of both trees, the variant definition and whether it was
@@ -143,7 +157,7 @@ VARIANTS = (
     Variant("lab-memcg-off", "x86_64", "lab", ("CONFIG_MEMCG=n",),
             why="#ifdef CONFIG_MEMCG"),
     Variant("lab-lru-gen-off", "x86_64", "lab",
-            ("CONFIG_LRU_GEN=n", "CONFIG_LRU_GEN_ENABLED=n"), default=True,
+            ("CONFIG_LRU_GEN=n", "CONFIG_LRU_GEN_ENABLED=n"),
             why="#ifdef CONFIG_LRU_GEN: MGLRU young batching"),
     Variant("lab-mmu-notifier-off", "x86_64", "lab", ("CONFIG_MMU_NOTIFIER=n",),
             why="the *_notify() fallbacks of #ifndef CONFIG_MMU_NOTIFIER"),
@@ -152,7 +166,8 @@ VARIANTS = (
              "CONFIG_MMU_NOTIFIER=y"),
             why="the *_notify() macros; KVM selects MMU_NOTIFIER"),
     Variant("lab-pt-reclaim-off", "x86_64", "lab", ("CONFIG_PT_RECLAIM=n",),
-            default=True, why="#ifdef CONFIG_PT_RECLAIM, the series' own option"),
+            default=True, why="#ifdef CONFIG_PT_RECLAIM, the series' own option; "
+            "x86's paravirt.c and pgtable.c test it too"),
     Variant("lab-16k-pages", "arm64", "lab",
             ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_16K_PAGES=y"),
             why="contpte and page-size code"),
@@ -160,7 +175,8 @@ VARIANTS = (
             ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_64K_PAGES=y"),
             why="contpte and page-size code"),
     Variant("lab-contpte-off", "arm64", "lab", ("CONFIG_ARM64_CONTPTE=n",),
-            why="#ifdef CONFIG_ARM64_CONTPTE"),
+            default=True, why="#ifdef CONFIG_ARM64_CONTPTE: the generic young "
+            "batching instead of arm64's"),
     Variant("each-commit", "x86_64", "each-commit", why="bisectability"),
     Variant("each-commit", "arm64", "each-commit", why="bisectability"),
 )

@@ -452,8 +452,8 @@ def test_variant_table():
         ("x86_64", "lab"), ("arm64", "lab"), ("x86_64", "each-commit"),
         ("arm64", "each-commit")}
     assert [v.leaf for v in check.VARIANTS if v.default] == [
-        "check/riscv64/defconfig", "check/x86_64/lab-lru-gen-off",
-        "check/x86_64/lab-pt-reclaim-off"]
+        "check/riscv64/defconfig", "check/x86_64/lab-pt-reclaim-off",
+        "check/arm64/lab-contpte-off"]
 
 
 def test_every_option_the_issue_names_is_turned():
