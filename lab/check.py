@@ -680,14 +680,6 @@ def report(tally, v, result, cached=False):
         print(f"    new: {line}")
 
 
-def save(tally):
-    """Write the rows to WORK/results/check-<time>.json; return its path."""
-    path = config.WORK / "results" / f"check-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([{"status": s, "name": n, "detail": d}
-                                for s, n, d in tally.rows], indent=1))
-    return path
-
 
 def main(names=None, everything=False, full=False, use_cache=True):
     """'lab check': the selected leaves, then the summary; the exit status."""
@@ -696,4 +688,4 @@ def main(names=None, everything=False, full=False, use_cache=True):
     tally = Tally()
     for v in variants:
         check(v, tally, full, use_cache)
-    return tally.finish(save(tally))
+    return tally.finish(tally.save("check"))

@@ -115,7 +115,7 @@ def cmd_test(args):
                  use_cache=not args.no_cache)
     if not args.no_harden and not only:
         harden.short_form(tally, arches)
-    return tally.finish(testcmd.save(tally))
+    return tally.finish(tally.save("test"))
 
 
 def cmd_bench(args):

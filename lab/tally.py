@@ -1,5 +1,9 @@
 """Tally: the result rows of 'lab test' and 'lab harden', and their summary."""
 
+import json
+import time
+
+from . import config
 from .util import Timer, say
 
 
@@ -13,6 +17,14 @@ class Tally:
         tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
                "stockfail": "STOCK-FAIL", "flaky": "FLAKY"}[status]
         print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
+
+    def save(self, kind):
+        """Write the rows to WORK/results/<kind>-<time>.json; return its path."""
+        out = config.WORK / "results" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
+                                   for s, n, d in self.rows], indent=1))
+        return out
 
     def count(self, status):
         return sum(1 for r in self.rows if r[0] == status)

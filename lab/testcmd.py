@@ -16,10 +16,8 @@ The last line is 'N passed, N failed' (Tally.finish); the exit status is 1 on
 any failure.
 """
 
-import json
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 from . import build, cache, config, deps, image, results, run, source, suites
@@ -202,11 +200,3 @@ def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
             tally.add("fail", f"{arch_name}/{variant}/lab", str(e).splitlines()[0])
             print(str(e), file=sys.stderr)
 
-
-def save(tally):
-    """Write the rows to WORK/results/test-<time>.json; return its path."""
-    out = config.WORK / "results" / f"test-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
-                               for s, n, d in tally.rows], indent=1))
-    return out
