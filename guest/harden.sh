@@ -88,6 +88,18 @@ setup() {
 	lab_sysfs $THP/defrag defer
 }
 
+# checker NAME PID TAG WHAT: wait for a data checker of this round, show
+# its mismatches and turn its summary line "NAME: P passes, C WHAT, M
+# mismatches" into "HARDEN-TAG P C M"
+checker() {
+	wait $2
+	rc=$?
+	grep MISMATCH $OUT/$1.$n | lab_indent
+	sed -n "s/^$1: \([0-9]*\) passes, \([0-9]*\) $4, \([0-9]*\) mismatches\$/HARDEN-$3 \1 \2 \3/p" \
+		$OUT/$1.$n
+	[ $rc -eq 0 ] || fail "$1 exit $rc (round $n)"
+}
+
 one_round() {
 	n=$1
 	secs=$2
@@ -137,19 +149,8 @@ one_round() {
 	fi
 	grep -i -E "tainted|Enabled [0-9]+ .*syscalls" $OUT/trinity.$n | lab_indent
 
-	wait $stamp_pid
-	rc=$?
-	grep MISMATCH $OUT/stamp.$n | lab_indent
-	sed -n 's/^stamp: \([0-9]*\) passes, \([0-9]*\) page checks, \([0-9]*\) mismatches$/HARDEN-STAMP \1 \2 \3/p' \
-		$OUT/stamp.$n
-	[ $rc -eq 0 ] || fail "stamp exit $rc (round $n)"
-
-	wait $shm_pid
-	rc=$?
-	grep MISMATCH $OUT/shmlock.$n | lab_indent
-	sed -n 's/^shmlock: \([0-9]*\) passes, \([0-9]*\) lock\/unlock pairs, \([0-9]*\) mismatches$/HARDEN-SHMLOCK \1 \2 \3/p' \
-		$OUT/shmlock.$n
-	[ $rc -eq 0 ] || fail "shmlock exit $rc (round $n)"
+	checker stamp $stamp_pid STAMP "page checks"
+	checker shmlock $shm_pid SHMLOCK "lock\/unlock pairs"
 
 	touch $OUT/stop
 	wait $flip_pid
