@@ -2,7 +2,9 @@
 
 For every arch: build the stock and patched kernels, build the guest image,
 boot each kernel with the test plan, and boot the patched kernel once more
-with a foliobatch= boot parameter.  The stock boot is reused from the
+with a foliobatch= boot parameter and, where suites.NO_RANGE_TLBI names a
+CPU without range TLB invalidation, once more on that CPU for the reclaim
+suites.  The stock boot is reused from the
 cache (cache.py) when the stock image, the guest image, the plan and the
 boot arguments are those of a stored one.  (cli.cmd_test then adds the
 short form of 'lab harden' to the same tally; see harden.short_form.)
