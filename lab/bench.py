@@ -148,6 +148,7 @@ BY_NAME = {w.name: w for w in WORKLOADS}
 SPREAD_TARGET = 0.01
 # the RAM disk the dirty-reclaim workload swaps to (lab_ramswap)
 RAMSWAP_MB = 768
+BOOT_APPEND = f"brd.rd_nr=1 brd.rd_size={RAMSWAP_MB * 1024}"
 
 
 def in_series(switch):
@@ -156,12 +157,15 @@ def in_series(switch):
     return any(pat.search(p.read_text(errors="replace")) for p in source.series_files())
 
 
-def plan(workloads, reps, flavour, quick, rep0=0):
+def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None):
+    """The guest plan; only_mode runs one mode of each patched workload."""
     lines = [". /lab/lib.sh", "swapon -s >/dev/null 2>&1", "cd /tmp"]
     for r in range(rep0, rep0 + reps):
         for w in workloads:
             argv = " ".join(w.quick if quick else w.argv)
             modes = list(w.modes) if flavour == "patched" else ["stock"]
+            if only_mode and flavour == "patched":
+                modes = [only_mode]
             if r % 2:
                 modes.reverse()
             for m in modes:
@@ -210,7 +214,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  name, mem_mb=2048, cpus=2, icount=True, timeout=4 * 3600,
-                 append=f"brd.rd_nr=1 brd.rd_size={RAMSWAP_MB * 1024}",
+                 append=BOOT_APPEND,
                  swap_mb=2048, xfs_mb=3072 if not quick else 1024, echo=echo)
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")

@@ -9,6 +9,9 @@
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
+  lab profile -a ARCH -w WORKLOAD [-m MODE] [--quick]
+                              instructions per kernel function, stock vs patched
+  lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
   lab check [--all] [-k NAME] [--full] [--no-cache] [--list]
                               build the series in more configs and arches
 """
@@ -124,6 +127,12 @@ def cmd_bench(args):
                       repeats=args.repeats, min_repeats=args.min_repeats)
 
 
+def cmd_profile(args):
+    from . import profile
+    return profile.main(_arches(args), args.workload, mode=args.mode, quick=args.quick,
+                        top=args.top)
+
+
 def cmd_harden(args):
     from . import harden, suites
     minutes, round_s, suite = args.minutes, args.round, not args.no_suite
@@ -132,6 +141,11 @@ def cmd_harden(args):
     if minutes <= 0 or round_s <= 0:
         raise LabError("--minutes and --round must be positive")
     return harden.main(_arches(args), args.variant, minutes, round_s, suite)
+
+
+def cmd_fresh(args):
+    from . import fresh
+    return fresh.main(args.run)
 
 
 def cmd_check(args):
@@ -214,6 +228,16 @@ def parser():
                     help="repeats every measurement gets, however small its spread")
     sp.set_defaults(fn=cmd_bench)
 
+    sp = sub.add_parser("profile", help="instructions per kernel function of one "
+                        "bench workload, stock vs patched (QEMU plugin)")
+    sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
+    sp.add_argument("-w", "--workload", required=True)
+    sp.add_argument("-m", "--mode", default="off",
+                    help="the patched kernel's mode of the workload (default: off)")
+    sp.add_argument("--quick", action="store_true", help="the bench's small scale")
+    sp.add_argument("--top", type=int, default=25, help="functions listed (default 25)")
+    sp.set_defaults(fn=cmd_profile)
+
     sp = sub.add_parser("harden", help="debug kernels under stress-ng, trinity and "
                         "switch flips")
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
@@ -227,6 +251,13 @@ def parser():
     sp.add_argument("--short", action="store_true",
                     help="the CI form: no suite, a few minutes of load")
     sp.set_defaults(fn=cmd_harden)
+
+    sp = sub.add_parser("fresh", help="run .ci/run in a clean Debian 12 root made "
+                        "with mmdebstrap (what a new machine does)")
+    sp.add_argument("--run", default="bash .ci/run",
+                    help="command run in the clone inside the root (default: "
+                    "bash .ci/run)")
+    sp.set_defaults(fn=cmd_fresh)
 
     sp = sub.add_parser("check", help="build the series in more configs and arches "
                         "(Debian, defconfig, lab config variants); new warnings")

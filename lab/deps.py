@@ -39,12 +39,16 @@ COMMANDS = {
     # linux-config-6.12 for amd64 and arm64, unpacks it into work/dl and
     # installs nothing) and the guest's Debian packages
     "apt-get": "apt", "apt-cache": "apt",
-    # the guest image: shared libraries of stress-ng and trinity
-    "readelf": "binutils",
+    # the guest image: shared libraries of stress-ng and trinity; lab
+    # profile: the symbols of vmlinux
+    "readelf": "binutils", "nm": "binutils",
+    "aarch64-linux-gnu-nm": "binutils-aarch64-linux-gnu",
     # boots: QEMU and the fresh XFS disk
     "qemu-system-x86_64": "qemu-system-x86",
     "qemu-system-aarch64": "qemu-system-arm",
     "mkfs.xfs": "xfsprogs",
+    # lab fresh: a clean Debian 12 root, and the mounts /proc, /sys, /dev
+    "mmdebstrap": "mmdebstrap", "mount": "mount", "umount": "mount",
     # the lab itself runs on it (.ci/run installs it before anything else)
     "python3": "python3",
 }
@@ -66,7 +70,7 @@ ESSENTIAL = {
     "sed": "sed", "grep": "grep", "find": "findutils", "xargs": "findutils",
     "gzip": "gzip", "cmp": "diffutils", "diff": "diffutils",
     "cat": "coreutils", "mkdir": "coreutils", "rm": "coreutils",
-    "uname": "coreutils",
+    "uname": "coreutils", "chroot": "coreutils",
 }
 # for apt-get download of arm64 guest packages and of linux-config-6.12:arm64
 FOREIGN_ARCH = "arm64"

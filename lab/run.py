@@ -51,8 +51,9 @@ def make_disk(path, size_mb, xfs=False):
 
 
 def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
-             icount=False, accel="tcg", cpu=None):
-    """The QEMU command line; cpu replaces the arch's default -cpu model."""
+             icount=False, accel="tcg", cpu=None, extra=()):
+    """The QEMU command line; cpu replaces the arch's default -cpu model;
+    extra is appended as it is (e.g. a -plugin for 'lab profile')."""
     a = config.arch(arch_name)
     if not shutil.which(a.qemu):
         pkg = "qemu-system-x86" if arch_name == "x86_64" else "qemu-system-arm"
@@ -73,7 +74,7 @@ def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
                 "-device", f"{a.blk_device},drive=d{i},serial={serial}"]
     if icount:
         cmd += ["-icount", "shift=0,sleep=off"]
-    return cmd
+    return cmd + list(extra)
 
 
 def qemu_version(arch_name):
@@ -85,7 +86,7 @@ def qemu_version(arch_name):
 
 def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
          timeout=1200, icount=False, xfs_mb=XFS_MB, swap_mb=SWAP_MB, echo=None,
-         accel="tcg", cpu=None):
+         accel="tcg", cpu=None, extra=()):
     """Boot kernel with plan; stream the console to a log; return a Boot.
 
     echo(line) is called for each console line (progress); the whole
@@ -105,7 +106,7 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
             disks.append((tmp / "swap.img", "labswap"))
         cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=mem_mb, cpus=cpus,
                        append=append, disks=disks, icount=icount, accel=accel,
-                       cpu=cpu)
+                       cpu=cpu, extra=extra)
         return _run_qemu(cmd, console, timeout, echo)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

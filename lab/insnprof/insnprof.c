@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * insnprof: a QEMU TCG plugin that counts the guest instructions executed
+ * per translation block, for 'lab profile'.
+ *
+ * Each translated block at or above a start address (the kernel's half of
+ * the address space by default) gets a counter that an inline add bumps
+ * every time the block is entered.  At exit the plugin writes one line per
+ * block, "vaddr insns execs", to the file named by out=PATH.  Under
+ * '-icount shift=0,sleep=off' the vCPUs run one at a time on one host
+ * thread, so the counts are exact and repeat from run to run; the lab then
+ * maps blocks to kernel symbols (execs of the block that starts a function
+ * are its calls).
+ *
+ * Only the few entry points of QEMU's plugin interface (API version 1, as
+ * in QEMU 7.2) that this file uses are declared here, so that it builds
+ * with nothing but a C compiler.
+ *
+ * Arguments: out=PATH (required), min=ADDR (hex; default
+ * 0xffff000000000000).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef uint64_t qemu_plugin_id_t;
+
+struct qemu_info {
+	const char *target_name;
+	struct {
+		int min;
+		int cur;
+	} version;
+	bool system_emulation;
+	/* more fields follow that insnprof does not read */
+};
+
+struct qemu_plugin_tb;
+
+enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+
+typedef void (*tb_trans_cb)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+typedef void (*udata_cb)(qemu_plugin_id_t id, void *userdata);
+
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, tb_trans_cb cb);
+void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb,
+					      enum qemu_plugin_op op,
+					      void *ptr, uint64_t imm);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb cb,
+				    void *userdata);
+void qemu_plugin_outs(const char *string);
+
+EXPORT int qemu_plugin_version = 1;
+
+struct block {
+	uint64_t vaddr;
+	uint64_t insns;
+	uint64_t execs;		/* bumped by the inline op */
+	struct block *next;
+};
+
+static struct block *blocks;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t min_vaddr = 0xffff000000000000ULL;
+static char *out_path;
+
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
+	struct block *b;
+
+	if (vaddr < min_vaddr)
+		return;
+	/*
+	 * A block translated again (after a TLB or code-buffer flush) gets a
+	 * new counter; the lab adds up the counters of one address.
+	 */
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		abort();
+	b->vaddr = vaddr;
+	b->insns = qemu_plugin_tb_n_insns(tb);
+	pthread_mutex_lock(&lock);
+	b->next = blocks;
+	blocks = b;
+	pthread_mutex_unlock(&lock);
+	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
+						 &b->execs, 1);
+}
+
+static void write_counts(qemu_plugin_id_t id, void *userdata)
+{
+	FILE *f = fopen(out_path, "w");
+	struct block *b;
+
+	if (!f) {
+		qemu_plugin_outs("insnprof: cannot open the output file\n");
+		return;
+	}
+	pthread_mutex_lock(&lock);
+	for (b = blocks; b; b = b->next)
+		if (b->execs)
+			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
+				b->vaddr, b->insns, b->execs);
+	pthread_mutex_unlock(&lock);
+	fclose(f);
+}
+
+EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info *info,
+			       int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (!strncmp(argv[i], "out=", 4))
+			out_path = argv[i] + 4;
+		else if (!strncmp(argv[i], "min=", 4))
+			min_vaddr = strtoull(argv[i] + 4, NULL, 16);
+		else
+			return -1;
+	}
+	if (!out_path || !info->system_emulation)
+		return -1;
+	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+	qemu_plugin_register_atexit_cb(id, write_counts, NULL);
+	return 0;
+}

@@ -1,0 +1,158 @@
+"""Profile: where two kernels' instructions differ, function by function.
+
+'lab bench' says how much instruction-time a workload takes; this says
+where.  One boot per kernel runs one bench workload once under
+'-icount shift=0,sleep=off' with the insnprof QEMU plugin
+(lab/insnprof/insnprof.c), which counts the instructions of every kernel
+translation block.  The counts are mapped to the functions of the kernel's
+vmlinux and the two kernels are compared: stock 6.12 against the patched
+kernel in one mode of the workload (by default "off", every switch off).
+The whole boot is counted, so boot work shows too; it is the same on both
+kernels except for what the series adds.
+
+Blocks that start at a function's first instruction are entered once per
+call, so the report also gives calls per function.
+"""
+
+import bisect
+import shutil
+import time
+
+from . import bench, build, config, image, run, source
+from .report import instr_time
+from .util import LabError, Timer, out, run as run_cmd, say
+
+PLUGIN_SRC = config.REPO / "lab" / "insnprof" / "insnprof.c"
+
+
+def plugin():
+    """Build the insnprof plugin when its source is newer; return its path."""
+    so = config.WORK / "insnprof" / "insnprof.so"
+    if so.exists() and so.stat().st_mtime >= PLUGIN_SRC.stat().st_mtime:
+        return so
+    if not shutil.which("gcc"):
+        raise LabError("gcc not found: apt-get install gcc")
+    so.parent.mkdir(parents=True, exist_ok=True)
+    run_cmd(["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-fvisibility=hidden",
+             "-o", str(so), str(PLUGIN_SRC)], quiet=True)
+    return so
+
+
+def symbols(arch_name, vmlinux):
+    """(sorted start addresses, names) of vmlinux's text symbols."""
+    a = config.arch(arch_name)
+    nm = f"{a.cross}nm"
+    if not shutil.which(nm):
+        raise LabError(f"{nm} not found: 'lab deps --install'")
+    starts, names = [], []
+    for line in out([nm, "-n", str(vmlinux)]).splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            starts.append(int(parts[0], 16))
+            names.append(parts[2])
+    return starts, names
+
+
+def parse_blocks(text):
+    """The plugin's lines -> {vaddr: [insns executed, times entered]}."""
+    blocks = {}
+    for line in text.splitlines():
+        vaddr, insns, execs = line.split()
+        b = blocks.setdefault(int(vaddr, 16), [0, 0])
+        b[0] += int(insns) * int(execs)
+        b[1] += int(execs)
+    return blocks
+
+
+def by_function(blocks, starts, names):
+    """{function: [instructions, calls]}; calls count entries at its start."""
+    funcs = {}
+    for vaddr, (insns, execs) in blocks.items():
+        i = bisect.bisect_right(starts, vaddr) - 1
+        name = names[i] if i >= 0 else "?"
+        f = funcs.setdefault(name, [0, 0])
+        f[0] += insns
+        if i >= 0 and starts[i] == vaddr:
+            f[1] += execs
+    return funcs
+
+
+def diff_table(base, other, top):
+    """Rows (function, base insns, other insns, delta, base calls, other
+    calls) for the top functions by |delta|, then the total."""
+    names = set(base) | set(other)
+    rows = []
+    for n in names:
+        b, o = base.get(n, [0, 0]), other.get(n, [0, 0])
+        if b[0] != o[0]:
+            rows.append((n, b[0], o[0], o[0] - b[0], b[1], o[1]))
+    rows.sort(key=lambda r: -abs(r[3]))
+    tb = sum(v[0] for v in base.values())
+    to = sum(v[0] for v in other.values())
+    return rows[:top], (tb, to)
+
+
+def format_table(rows, totals, base_name, other_name):
+    w = max([len(r[0]) for r in rows] + [8])
+    lines = [f"{'function':{w}} {base_name + ' insns':>16} {other_name + ' insns':>16} "
+             f"{'delta':>12} {base_name + ' calls':>14} {other_name + ' calls':>14}"]
+    for n, b, o, d, bc, oc in rows:
+        lines.append(f"{n:{w}} {b:16,} {o:16,} {d:+12,} {bc:14,} {oc:14,}")
+    tb, to = totals
+    lines.append(f"{'all kernel code':{w}} {tb:16,} {to:16,} {to - tb:+12,} "
+                 f"({(to - tb) / tb:+.2%})")
+    return "\n".join(lines)
+
+
+def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
+    kernel = build.image_path(arch_name, "default", flavour)
+    tag = f"{flavour}-{mode}" if flavour == "patched" else flavour
+    counts = outdir / f"{arch_name}-{w.name}-{tag}.blocks"
+    say(f"profile boot {arch_name}/{tag}: {w.name}")
+    b = run.boot(arch_name, kernel, bench.plan([w], 1, flavour, quick, only_mode=mode),
+                 {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
+                 f"{arch_name}-profile-{w.name}-{tag}", mem_mb=2048, cpus=2,
+                 icount=True, timeout=4 * 3600, append="nokaslr " + bench.BOOT_APPEND,
+                 swap_mb=2048, xfs_mb=3072 if not quick else 1024,
+                 extra=["-plugin", f"{so},out={counts}"])
+    if not b.ready or b.exit_code != 0 or not counts.exists():
+        raise LabError(f"profile boot {arch_name}/{tag} did not complete "
+                       f"(console: {b.console})")
+    runs = bench.parse_runs(b, {})
+    t = instr_time(runs[0]) / 1e9 if runs else float("nan")
+    return parse_blocks(counts.read_text()), t, b.console
+
+
+def main(arches, workload, mode="off", quick=False, top=25):
+    t = Timer()
+    if workload not in bench.BY_NAME:
+        raise LabError(f"unknown workload '{workload}' (known: {', '.join(bench.BY_NAME)})")
+    w = bench.BY_NAME[workload]
+    if mode not in w.modes:
+        raise LabError(f"unknown mode '{mode}' of {workload} (known: {', '.join(w.modes)})")
+    source.apply()
+    so = plugin()
+    outdir = config.WORK / "results" / f"profile-{time.strftime('%Y%m%d-%H%M%S')}"
+    outdir.mkdir(parents=True)
+    report = []
+    for arch_name in arches:
+        funcs, times = {}, {}
+        for flavour in config.FLAVOURS:
+            build.build(arch_name, "default", flavour)
+        image.build(arch_name)
+        for flavour in config.FLAVOURS:
+            blocks, times[flavour], console = profile_boot(
+                arch_name, flavour, w, mode, quick, outdir, so)
+            vmlinux = config.build_dir(arch_name, "default", flavour) / "vmlinux"
+            funcs[flavour] = by_function(blocks, *symbols(arch_name, vmlinux))
+        rows, totals = diff_table(funcs["stock"], funcs["patched"], top)
+        head = (f"{arch_name} {w.name} ({'quick' if quick else 'full'} scale), "
+                f"stock vs patched '{mode}' ({', '.join(f'{k}={v}' for k, v in sorted(w.modes[mode].items()))})\n"
+                f"measured run: stock {times['stock']:.4f} s, patched {times['patched']:.4f} s "
+                "instruction-time (profiled boots)")
+        report.append(head + "\n" + format_table(rows, totals, "stock", "patched"))
+    text = "\n\n".join(report) + "\n"
+    (outdir / "profile.txt").write_text(text)
+    print(text)
+    say(f"profile done in {t}: {outdir / 'profile.txt'}")
+    return 0
