@@ -9,7 +9,7 @@
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
-  lab profile -a ARCH -w WORKLOAD [-m MODE] [--quick]
+  lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
   lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
   lab check [--all] [-k NAME] [--full] [--no-cache] [--list]
@@ -129,8 +129,8 @@ def cmd_bench(args):
 
 def cmd_profile(args):
     from . import profile
-    return profile.main(_arches(args), args.workload, mode=args.mode, quick=args.quick,
-                        top=args.top)
+    return profile.main(_arches(args), args.workload, modes=args.mode or ["off"],
+                        quick=args.quick, top=args.top)
 
 
 def cmd_harden(args):
@@ -232,8 +232,10 @@ def parser():
                         "bench workload, stock vs patched (QEMU plugin)")
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
     sp.add_argument("-w", "--workload", required=True)
-    sp.add_argument("-m", "--mode", default="off",
-                    help="the patched kernel's mode of the workload (default: off)")
+    sp.add_argument("-m", "--mode", action="append",
+                    help="a mode of the workload to boot the patched kernel in "
+                    "(repeatable; default: off); the first is compared with stock "
+                    "function by function")
     sp.add_argument("--quick", action="store_true", help="the bench's small scale")
     sp.add_argument("--top", type=int, default=25, help="functions listed (default 25)")
     sp.set_defaults(fn=cmd_profile)

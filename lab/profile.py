@@ -54,24 +54,28 @@ def symbols(arch_name, vmlinux):
 
 
 def parse_blocks(text):
-    """The plugin's lines -> {vaddr: [insns executed, times entered]}."""
+    """The plugin's lines -> {vaddr: [insns executed, times entered, TLB
+    maintenance instructions executed]}."""
     blocks = {}
     for line in text.splitlines():
-        vaddr, insns, execs = line.split()
-        b = blocks.setdefault(int(vaddr, 16), [0, 0])
+        vaddr, insns, execs, tlb = line.split()
+        b = blocks.setdefault(int(vaddr, 16), [0, 0, 0])
         b[0] += int(insns) * int(execs)
         b[1] += int(execs)
+        b[2] += int(tlb) * int(execs)
     return blocks
 
 
 def by_function(blocks, starts, names):
-    """{function: [instructions, calls]}; calls count entries at its start."""
+    """{function: [instructions, calls, TLB maintenance instructions]};
+    calls count entries at its first instruction."""
     funcs = {}
-    for vaddr, (insns, execs) in blocks.items():
+    for vaddr, (insns, execs, tlb) in blocks.items():
         i = bisect.bisect_right(starts, vaddr) - 1
         name = names[i] if i >= 0 else "?"
-        f = funcs.setdefault(name, [0, 0])
+        f = funcs.setdefault(name, [0, 0, 0])
         f[0] += insns
+        f[2] += tlb
         if i >= 0 and starts[i] == vaddr:
             f[1] += execs
     return funcs
@@ -83,7 +87,7 @@ def diff_table(base, other, top):
     names = set(base) | set(other)
     rows = []
     for n in names:
-        b, o = base.get(n, [0, 0]), other.get(n, [0, 0])
+        b, o = base.get(n, [0, 0, 0]), other.get(n, [0, 0, 0])
         if b[0] != o[0]:
             rows.append((n, b[0], o[0], o[0] - b[0], b[1], o[1]))
     rows.sort(key=lambda r: -abs(r[3]))
@@ -107,6 +111,7 @@ def format_table(rows, totals, base_name, other_name):
 def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     kernel = build.image_path(arch_name, "default", flavour)
     tag = f"{flavour}-{mode}" if flavour == "patched" else flavour
+    mode = None if flavour == "stock" else mode
     counts = outdir / f"{arch_name}-{w.name}-{tag}.blocks"
     say(f"profile boot {arch_name}/{tag}: {w.name}")
     b = run.boot(arch_name, kernel, bench.plan([w], 1, flavour, quick, only_mode=mode),
@@ -123,34 +128,68 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     return parse_blocks(counts.read_text()), t, b.console
 
 
-def main(arches, workload, mode="off", quick=False, top=25):
+# Functions whose calls are the mechanisms the series changes; the table
+# shows those the kernel has (inlined ones have no symbol of their own).
+MECHANISMS = (
+    "folio_referenced_one", "lru_gen_look_around", "try_to_unmap_one",
+    "try_to_unmap_flush", "try_to_unmap_flush_dirty", "arch_tlbbatch_flush",
+    "__contpte_try_unfold", "__contpte_try_fold",
+    "contpte_ptep_test_and_clear_young", "contpte_ptep_clear_flush_young",
+    "contpte_test_and_clear_young_ptes", "contpte_clear_flush_young_ptes",
+    "flush_tlb_mm_range", "native_flush_tlb_multi", "flush_tlb_func",
+    "smp_call_function_many_cond",
+)
+
+
+def mechanism_table(columns):
+    """columns: [(label, funcs)] -> text: calls of MECHANISMS per boot and
+    the TLB maintenance instructions of all kernel code."""
+    names = [m for m in MECHANISMS if any(m in f for _, f in columns)]
+    w = max([len(n) for n in names] + [36])
+    lines = [f"{'calls':{w}} " + " ".join(f"{lab:>16}" for lab, _ in columns)]
+    for n in names:
+        lines.append(f"{n:{w}} " + " ".join(f"{f.get(n, [0, 0, 0])[1]:16,}"
+                                             for _, f in columns))
+    lines.append(f"{'TLB maintenance instructions (all)':{w}} " +
+                 " ".join(f"{sum(v[2] for v in f.values()):16,}" for _, f in columns))
+    lines.append(f"{'kernel instructions (all)':{w}} " +
+                 " ".join(f"{sum(v[0] for v in f.values()):16,}" for _, f in columns))
+    return "\n".join(lines)
+
+
+def main(arches, workload, modes=("off",), quick=False, top=25):
     t = Timer()
     if workload not in bench.BY_NAME:
         raise LabError(f"unknown workload '{workload}' (known: {', '.join(bench.BY_NAME)})")
     w = bench.BY_NAME[workload]
-    if mode not in w.modes:
-        raise LabError(f"unknown mode '{mode}' of {workload} (known: {', '.join(w.modes)})")
+    for mode in modes:
+        if mode not in w.modes:
+            raise LabError(f"unknown mode '{mode}' of {workload} "
+                           f"(known: {', '.join(w.modes)})")
     source.apply()
     so = plugin()
     outdir = config.WORK / "results" / f"profile-{time.strftime('%Y%m%d-%H%M%S')}"
     outdir.mkdir(parents=True)
     report = []
     for arch_name in arches:
-        funcs, times = {}, {}
         for flavour in config.FLAVOURS:
             build.build(arch_name, "default", flavour)
         image.build(arch_name)
-        for flavour in config.FLAVOURS:
-            blocks, times[flavour], console = profile_boot(
-                arch_name, flavour, w, mode, quick, outdir, so)
-            vmlinux = config.build_dir(arch_name, "default", flavour) / "vmlinux"
-            funcs[flavour] = by_function(blocks, *symbols(arch_name, vmlinux))
-        rows, totals = diff_table(funcs["stock"], funcs["patched"], top)
-        head = (f"{arch_name} {w.name} ({'quick' if quick else 'full'} scale), "
-                f"stock vs patched '{mode}' ({', '.join(f'{k}={v}' for k, v in sorted(w.modes[mode].items()))})\n"
-                f"measured run: stock {times['stock']:.4f} s, patched {times['patched']:.4f} s "
-                "instruction-time (profiled boots)")
-        report.append(head + "\n" + format_table(rows, totals, "stock", "patched"))
+        syms = {f: symbols(arch_name, config.build_dir(arch_name, "default", f) / "vmlinux")
+                for f in config.FLAVOURS}
+        columns, times = [], []
+        for flavour, mode in [("stock", "stock")] + [("patched", m) for m in modes]:
+            blocks, secs, _ = profile_boot(arch_name, flavour, w, mode, quick, outdir, so)
+            columns.append((mode, by_function(blocks, *syms[flavour])))
+            times.append(f"{mode} {secs:.4f} s")
+        stock, first = columns[0][1], columns[1]
+        rows, totals = diff_table(stock, first[1], top)
+        head = (f"{arch_name} {w.name} ({'quick' if quick else 'full'} scale); "
+                "measured run, instruction-time: " + ", ".join(times))
+        report.append(head + "\n\n" + mechanism_table(columns) + "\n\n"
+                      f"functions whose instructions differ most, stock against "
+                      f"patched '{first[0]}':\n" +
+                      format_table(rows, totals, "stock", first[0]))
     text = "\n\n".join(report) + "\n"
     (outdir / "profile.txt").write_text(text)
     print(text)

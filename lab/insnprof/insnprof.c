@@ -6,7 +6,11 @@
  * Each translated block at or above a start address (the kernel's half of
  * the address space by default) gets a counter that an inline add bumps
  * every time the block is entered.  At exit the plugin writes one line per
- * block, "vaddr insns execs", to the file named by out=PATH.  Under
+ * block, "vaddr insns execs tlb", to the file named by out=PATH, where tlb
+ * is the number of TLB maintenance instructions in the block: TLBI on
+ * aarch64; INVLPG, INVPCID and writes to CR3 on x86_64.  Under -icount a
+ * TLBI costs one instruction like any other, so this is the count that
+ * instruction-time cannot show.  Under
  * '-icount shift=0,sleep=off' the vCPUs run one at a time on one host
  * thread, so the counts are exact and repeat from run to run; the lab then
  * maps blocks to kernel symbols (execs of the block that starts a function
@@ -53,7 +57,12 @@ void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, tb_trans_cb cb);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb,
 					      enum qemu_plugin_op op,
 					      void *ptr, uint64_t imm);
+struct qemu_plugin_insn;
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,
+						 size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb cb,
 				    void *userdata);
@@ -64,6 +73,7 @@ EXPORT int qemu_plugin_version = 1;
 struct block {
 	uint64_t vaddr;
 	uint64_t insns;
+	uint64_t tlb;		/* TLB maintenance instructions in the block */
 	uint64_t execs;		/* bumped by the inline op */
 	struct block *next;
 };
@@ -72,6 +82,38 @@ static struct block *blocks;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t min_vaddr = 0xffff000000000000ULL;
 static char *out_path;
+static bool aarch64;
+
+/* TLBI <op>{, <Xt>}: SYS #op1, C8, Cm, #op2 */
+static bool is_tlbi(const uint8_t *p, size_t n)
+{
+	uint32_t insn;
+
+	if (n != 4)
+		return false;
+	insn = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+	return (insn & 0xfff8f000) == 0xd5088000;
+}
+
+/* INVLPG m (0f 01 /7), INVPCID (66 0f 38 82), MOV CR3, r (0f 22 /3) */
+static bool is_x86_tlb(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+
+	/* legacy and REX prefixes */
+	while (i < n && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0xf2 ||
+			 p[i] == 0xf3 || p[i] == 0x2e || p[i] == 0x3e ||
+			 p[i] == 0x26 || p[i] == 0x36 || p[i] == 0x64 ||
+			 p[i] == 0x65 || (p[i] & 0xf0) == 0x40))
+		i++;
+	if (i + 3 > n || p[i] != 0x0f)
+		return false;
+	if (p[i + 1] == 0x01)
+		return ((p[i + 2] >> 3) & 7) == 7 && (p[i + 2] >> 6) != 3;
+	if (p[i + 1] == 0x22)
+		return ((p[i + 2] >> 3) & 7) == 3;
+	return p[i + 1] == 0x38 && p[i + 2] == 0x82;
+}
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -89,6 +131,13 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		abort();
 	b->vaddr = vaddr;
 	b->insns = qemu_plugin_tb_n_insns(tb);
+	for (size_t i = 0; i < b->insns; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		const uint8_t *p = qemu_plugin_insn_data(insn);
+		size_t n = qemu_plugin_insn_size(insn);
+
+		b->tlb += aarch64 ? is_tlbi(p, n) : is_x86_tlb(p, n);
+	}
 	pthread_mutex_lock(&lock);
 	b->next = blocks;
 	blocks = b;
@@ -109,8 +158,8 @@ static void write_counts(qemu_plugin_id_t id, void *userdata)
 	pthread_mutex_lock(&lock);
 	for (b = blocks; b; b = b->next)
 		if (b->execs)
-			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
-				b->vaddr, b->insns, b->execs);
+			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+				b->vaddr, b->insns, b->execs, b->tlb);
 	pthread_mutex_unlock(&lock);
 	fclose(f);
 }
@@ -130,6 +179,7 @@ EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info *info
 	}
 	if (!out_path || !info->system_emulation)
 		return -1;
+	aarch64 = !strcmp(info->target_name, "aarch64");
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
 	qemu_plugin_register_atexit_cb(id, write_counts, NULL);
 	return 0;
