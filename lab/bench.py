@@ -47,6 +47,8 @@ def _onoff(switch, **others):
 DIRTY_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
                "lab_ramswap; lab_kprobe flushdirty try_to_unmap_flush_dirty")
 MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
+# the mremap() calls alone, timed around each call in the guest program
+MREMAP_CALLS = ("mremap() calls alone (ns, instruction-time)", "metrics", "mremap_ns")
 WORKLOADS = [
     Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
              _onoff("pt_reclaim"), "lab_thp_only none",
@@ -61,16 +63,16 @@ WORKLOADS = [
              _onoff("mremap_batch"), "lab_thp_only 64kB",
              ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
              "10000 iterations", "1000 iterations", MREMAP_SEED,
-             [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")]),
+             [MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")]),
     Workload("mremap-4k", "seed 001 program with 4 KB pages only",
              _onoff("mremap_batch"), "lab_thp_only none",
              ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
-             "10000 iterations", "1000 iterations", "no regression"),
+             "10000 iterations", "1000 iterations", "no regression", [MREMAP_CALLS]),
     Workload("mremap-2m", "seed 001 program on 2 MB, PMD-mapped THP",
              _onoff("mremap_batch"), "lab_thp_only 2048kB",
              ["/lab/bench/mremap", "2048", "5000"], ["/lab/bench/mremap", "2048", "500"],
              "5000 iterations", "500 iterations", "no regression",
-             [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
+             [MREMAP_CALLS, ("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
     Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
              _onoff("mremap_batch"), "lab_thp_only none",
              ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
