@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 
 from . import config
@@ -123,8 +124,66 @@ def first_error(log):
     return "\n".join(lines[-15:])
 
 
+class _Ahead:
+    """A kernel that build_ahead() builds: done when its build ended."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.image = None
+        self.error = None
+
+
+_ahead = {}
+_ahead_lock = threading.Lock()
+# CPU priority of the builds made ahead: below the QEMU boots they overlap
+# with, so that those keep their speed and the builds fill the idle CPU
+AHEAD_NICE = 10
+
+
+def build_ahead(kernels):
+    """Build kernels, (arch, variant, flavour) tuples, one after the other in
+    a background thread at a lower CPU priority, so that they overlap with
+    the boots of the kernels before them; build() of one of them waits for
+    it and returns its image or raises its error."""
+    todo = []
+    with _ahead_lock:
+        for k in kernels:
+            if k not in _ahead:
+                _ahead[k] = _Ahead()
+                todo.append((k, _ahead[k]))
+
+    def work():
+        for (arch_name, variant, flavour), entry in todo:
+            try:
+                entry.image = _build(arch_name, variant, flavour, nice=AHEAD_NICE)
+            except LabError as e:
+                entry.error = e
+            except Exception as e:  # noqa: BLE001 - handed to the waiter
+                entry.error = LabError(f"build of {'/'.join((arch_name, variant, flavour))} "
+                                       f"failed: {e!r}")
+            finally:
+                entry.done.set()
+
+    if todo:
+        say("building ahead: " + ", ".join("/".join(k) for k, _ in todo))
+        threading.Thread(target=work, name="build-ahead", daemon=True).start()
+
+
 def build(arch_name, variant="default", flavour="patched", jobs=None):
     """Configure and build; return the path of the bootable image."""
+    with _ahead_lock:
+        entry = _ahead.pop((arch_name, variant, flavour), None)
+    if entry is not None:
+        if not entry.done.is_set():
+            say(f"waiting for the build of {arch_name}/{variant}/{flavour}")
+        entry.done.wait()
+        if entry.error:
+            raise entry.error
+        return entry.image
+    return _build(arch_name, variant, flavour, jobs)
+
+
+def _build(arch_name, variant, flavour, jobs=None, nice=0):
     if flavour not in config.FLAVOURS:
         raise LabError(f"unknown flavour '{flavour}' (known: {', '.join(config.FLAVOURS)})")
     a = config.arch(arch_name)
@@ -140,6 +199,8 @@ def build(arch_name, variant="default", flavour="patched", jobs=None):
     out = configure(arch_name, variant, flavour, log)
     env = dict(os.environ, **BUILD_ENV)
     cmd = make_cmd(a, src, out, flavour, jobs)
+    if nice:
+        cmd = ["nice", "-n", str(nice)] + cmd
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()

@@ -113,10 +113,12 @@ def cmd_test(args):
     only = set(args.only.split(",")) if args.only else None
     arches = _arches(args)
     tally = Tally()
+    harden_too = not args.no_harden and not only
     testcmd.main(tally, arches, args.variant, pytest=not args.no_pytest,
                  own=not args.no_own, upstream=not args.no_upstream, only=only,
-                 use_cache=not args.no_cache)
-    if not args.no_harden and not only:
+                 use_cache=not args.no_cache,
+                 later=harden.short_kernels(arches) if harden_too else ())
+    if harden_too:
         harden.short_form(tally, arches)
     return tally.finish(tally.save("test"))
 

@@ -71,6 +71,7 @@ ESSENTIAL = {
     "gzip": "gzip", "cmp": "diffutils", "diff": "diffutils",
     "cat": "coreutils", "mkdir": "coreutils", "rm": "coreutils",
     "uname": "coreutils", "chroot": "coreutils",
+    "nice": "coreutils",          # builds made ahead (build.build_ahead)
 }
 # for apt-get download of arm64 guest packages and of linux-config-6.12:arm64
 FOREIGN_ARCH = "arm64"

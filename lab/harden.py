@@ -210,6 +210,11 @@ def harden_arch(tally, arch_name, variant="debug", seconds=1800, round_s=300,
     return rec
 
 
+def short_kernels(arches):
+    """The kernels short_form() boots, as (arch, variant, flavour)."""
+    return [(a, "debug", "patched") for a in arches if a in suites.SHORT_ARCHES]
+
+
 def short_form(tally, arches):
     """What 'lab test' runs last: the load alone, for suites.SHORT_MINUTES,
     on the patched debug kernel of the arches in suites.SHORT_ARCHES."""

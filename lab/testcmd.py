@@ -189,12 +189,17 @@ def tally_boot(tally, prefix, b):
 
 
 def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
-         only=None, use_cache=True):
-    """Host unit tests, then the guest suites of each arch; rows go to tally."""
+         only=None, use_cache=True, later=()):
+    """Host unit tests, then the guest suites of each arch; rows go to tally.
+
+    Every kernel the run needs (and the kernels in later, for what follows
+    it) is built ahead, in order, while the kernels before it boot."""
     deps.check()
+    source.apply()
+    build.build_ahead([(a, variant, f) for a in arches for f in config.FLAVOURS]
+                      + list(later))
     if pytest:
         run_pytest(tally)
-    source.apply()
     for arch_name in arches:
         try:
             test_arch(tally, arch_name, variant, own, upstream, only, use_cache)
