@@ -38,18 +38,22 @@ class Result:
     status: str        # pass | fail | skip
     detail: str = ""
     program: str = ""
+    errors: tuple = ()  # the program's own output lines that say ERROR
 
 
 def parse(text):
     """Return the list of leaf Results in a console text."""
     results = []
     subs = []
+    errors = []
     current = None
     for line in text.splitlines():
         m = START_RE.match(line)
         if m:
-            current, subs = m.group(1), []
+            current, subs, errors = m.group(1), [], []
             continue
+        if current and "ERROR" in line and len(errors) < 8:
+            errors.append(line.strip())
         m = SUB_RE.match(line)
         if m and current:
             status = "fail" if m.group(1).lower() == "not ok" else "pass"
@@ -69,9 +73,10 @@ def parse(text):
                 status = "pass" if ok else "fail"
                 if ok and directive.upper().startswith("SKIP"):
                     status = "skip"
-                results.append(Result(prog, status, directive, prog))
+                results.append(Result(prog, status, directive, prog, tuple(errors)))
             elif not ok and not any(s.status == "fail" for s in subs):
-                results.append(Result(f"{prog}/<exit status>", "fail", directive, prog))
+                results.append(Result(f"{prog}/<exit status>", "fail", directive, prog,
+                                      tuple(errors)))
             current, subs = None, []
     if current:
         # The program never reported: the guest died or the plan was cut off.
