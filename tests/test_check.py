@@ -503,3 +503,48 @@ def test_lab_check_options_reach_main(monkeypatch):
     assert cli.main(["check", "--all", "--full", "--no-cache", "-k", "a", "-k", "b"]) == 0
     assert got == [(None, {"everything": False, "full": False, "use_cache": True}),
                    (["a", "b"], {"everything": True, "full": True, "use_cache": False})]
+
+
+def _fake_variant_build(monkeypatch, tmp_path, extra_results):
+    """build_variant() with builds that pass and W=1 passes that return
+    extra_results[(flavour, sparse)] = (ok, first error line)."""
+    monkeypatch.setattr(check.config, "log_dir", lambda: tmp_path)
+    monkeypatch.setattr(check, "build_dir", lambda v, f: tmp_path / f)
+    monkeypatch.setattr(check, "changed", lambda pattern: ["mm/rmap.c"] if pattern == "*.c" else [])
+    monkeypatch.setattr(check, "configure", lambda *a: None)
+    monkeypatch.setattr(check, "make", lambda *a, **k: True)
+    monkeypatch.setattr(check, "record_warnings", lambda out, text: {})
+    calls = []
+
+    def extra_pass(t, flavour, build_out, objs, log, sparse=True):
+        ok, line = extra_results[(flavour, sparse)]
+        calls.append((flavour, sparse))
+        log.write_text("" if ok else f"{line}\nmake: *** [x] Error 1\n")
+        return ok, {}
+
+    monkeypatch.setattr(check, "extra_pass", extra_pass)
+    return calls
+
+
+def test_sparse_failing_on_both_trees_gets_a_skip_row_and_w1_still_runs(monkeypatch, tmp_path):
+    bad = "error: invalid argument to '-march': '_zicsr_zifencei'"
+    calls = _fake_variant_build(monkeypatch, tmp_path, {
+        ("patched", True): (False, bad), ("stock", True): (False, bad),
+        ("patched", False): (True, ""), ("stock", False): (True, "")})
+    v = check.select(["riscv64/defconfig"])[0]
+    result = check.build_variant(v, check.TARGETS["riscv64"], full=False)
+    assert result["status"] == "pass"
+    assert "fails on stock the same way" in result["no_sparse"]
+    assert calls == [("patched", True), ("stock", True), ("patched", False), ("stock", False)]
+    tally = check.Tally()
+    check.report(tally, v, result)
+    assert [r[0] for r in tally.rows] == ["pass", "skip"]
+
+
+def test_sparse_failing_on_patched_only_fails_the_leaf(monkeypatch, tmp_path):
+    _fake_variant_build(monkeypatch, tmp_path, {
+        ("patched", True): (False, "error: mm/rmap.c:10: bad thing"),
+        ("stock", True): (True, "")})
+    v = check.select(["riscv64/defconfig"])[0]
+    result = check.build_variant(v, check.TARGETS["riscv64"], full=False)
+    assert result["status"] == "fail" and "W=1/sparse build failed" in result["detail"]
