@@ -153,6 +153,12 @@ RAMSWAP_MB = 768
 BOOT_APPEND = f"brd.rd_nr=1 brd.rd_size={RAMSWAP_MB * 1024}"
 
 
+def boot_args(quick):
+    """run.boot() arguments of a bench boot (lab profile boots the same way)."""
+    return dict(mem_mb=2048, cpus=2, icount=True, timeout=4 * 3600, append=BOOT_APPEND,
+                swap_mb=2048, xfs_mb=1024 if quick else 3072)
+
+
 def in_series(switch):
     """Is a switch wired by some patch of the series (not only declared)?"""
     pat = re.compile(rf"^\+.*foliobatch_enabled\({switch}\)", re.M)
@@ -215,9 +221,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
 
     b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
-                 name, mem_mb=2048, cpus=2, icount=True, timeout=4 * 3600,
-                 append=BOOT_APPEND,
-                 swap_mb=2048, xfs_mb=3072 if not quick else 1024, echo=echo)
+                 name, echo=echo, **boot_args(quick))
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")
     m = re.search(r"LAB-READY: (\S+)", b.text())

@@ -218,12 +218,12 @@ def short_kernels(arches):
 def short_form(tally, arches):
     """What 'lab test' runs last: the load alone, for suites.SHORT_MINUTES,
     on the patched debug kernel of the arches in suites.SHORT_ARCHES."""
-    for arch_name in [a for a in arches if a in suites.SHORT_ARCHES]:
+    for arch_name, variant, _ in short_kernels(arches):
         try:
-            harden_arch(tally, arch_name, "debug", int(suites.SHORT_MINUTES * 60),
+            harden_arch(tally, arch_name, variant, int(suites.SHORT_MINUTES * 60),
                         suites.SHORT_ROUND, suite=False)
         except LabError as e:
-            tally.add("fail", f"{arch_name}/debug/harden/lab", str(e).splitlines()[0])
+            tally.add("fail", f"{arch_name}/{variant}/harden/lab", str(e).splitlines()[0])
             print(str(e), file=sys.stderr)
 
 

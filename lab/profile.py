@@ -116,9 +116,8 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     say(f"profile boot {arch_name}/{tag}: {w.name}")
     b = run.boot(arch_name, kernel, bench.plan([w], 1, flavour, quick, only_mode=mode),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
-                 f"{arch_name}-profile-{w.name}-{tag}", mem_mb=2048, cpus=2,
-                 icount=True, timeout=4 * 3600, append="nokaslr " + bench.BOOT_APPEND,
-                 swap_mb=2048, xfs_mb=3072 if not quick else 1024,
+                 f"{arch_name}-profile-{w.name}-{tag}",
+                 **dict(bench.boot_args(quick), append="nokaslr " + bench.BOOT_APPEND),
                  extra=["-plugin", f"{so},out={counts}"])
     if not b.ready or b.exit_code != 0 or not counts.exists():
         raise LabError(f"profile boot {arch_name}/{tag} did not complete "

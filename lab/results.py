@@ -52,7 +52,7 @@ def parse(text):
         if m:
             current, subs, errors = m.group(1), [], []
             continue
-        if current and "ERROR" in line and len(errors) < 8:
+        if current and "ERROR" in line:
             errors.append(line.strip())
         m = SUB_RE.match(line)
         if m and current:

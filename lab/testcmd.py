@@ -67,10 +67,9 @@ def judge(arch_name, variant, per_flavour):
                              r.program))
             elif stock.get(r.name) and stock[r.name].status == "fail":
                 rows.append(("stockfail", name, "fails on stock too", r.program))
-            elif suites.known_stock_failure(r.program, r.errors):
+            elif seen := suites.known_stock_failure(r.program, r.errors):
                 rows.append(("stockfail", name, "fails the way stock 6.12 was seen "
-                             f"failing ({suites.known_stock_failure(r.program, r.errors)}): "
-                             f"{r.errors[0]}", r.program))
+                             f"failing ({seen}): {r.errors[0]}", r.program))
             else:
                 rows.append(("regress", name, "fails on patched, passes on stock"
                              if r.name in stock else "fails on patched; no stock result",
