@@ -12,7 +12,7 @@
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
   lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
-  lab check [--all] [-k NAME] [--full] [--no-cache] [--list]
+  lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--list]
                               build the series in more configs and arches
 """
 
@@ -108,7 +108,7 @@ def cmd_boot(args):
 
 
 def cmd_test(args):
-    from . import harden, testcmd
+    from . import check, harden, testcmd
     from .tally import Tally
     only = set(args.only.split(",")) if args.only else None
     arches = _arches(args)
@@ -120,6 +120,8 @@ def cmd_test(args):
                  later=harden.short_kernels(arches) if harden_too else ())
     if harden_too:
         harden.short_form(tally, arches)
+    if not args.no_check and not only:
+        check.ci_form(tally, use_cache=not args.no_cache)
     return tally.finish(tally.save("test"))
 
 
@@ -155,8 +157,10 @@ def cmd_check(args):
     if args.list:
         check.list_variants()
         return 0
+    if args.full and args.quick:
+        raise LabError("--full and --quick contradict each other")
     return check.main(args.names, everything=args.all, full=args.full,
-                      use_cache=not args.no_cache)
+                      use_cache=not args.no_cache, quick=args.quick)
 
 
 def parser():
@@ -216,6 +220,9 @@ def parser():
     sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
     sp.add_argument("--no-harden", action="store_true",
                     help="skip the short form of 'lab harden' (debug kernels)")
+    sp.add_argument("--no-check", action="store_true",
+                    help="skip the leaves of 'lab check' that lab test runs "
+                    "(riscv64 mm/, x86_64 without PT_RECLAIM, directories only)")
     sp.add_argument("--no-cache", action="store_true",
                     help="boot the stock kernels even when a stored boot of the same "
                     "kernel, image, plan and QEMU arguments exists")
@@ -272,6 +279,9 @@ def parser():
     sp.add_argument("--full", action="store_true",
                     help="build all of vmlinux for the variants that otherwise build "
                     "some directories only")
+    sp.add_argument("--quick", action="store_true",
+                    help="lab variants build mm/, arch/ARCH/mm/ and the directories "
+                    "of the changed files, not the whole kernel (what lab test runs)")
     sp.add_argument("--no-cache", action="store_true",
                     help="build even when a leaf's stored verdict has the same inputs")
     sp.add_argument("--list", action="store_true", help="list the variants")

@@ -53,6 +53,45 @@ def test_another_flag_or_another_file_is_new():
         assert len(check.new_warnings(stock, check.merged(check.parse_log(changed)))) == 1
 
 
+SPARSE_KNOWN = ("../mm/pt_reclaim.c:160:18: warning: context imbalance in "
+                "'try_to_free_pte' - unexpected unlock")
+
+
+def sparse_log(*lines):
+    return log_with("  CHECK   ../mm/pt_reclaim.c", *lines)
+
+
+def test_known_false_warning_is_listed_not_new():
+    stock = check.merged(check.parse_log(STOCK_LOG))
+    patched = check.merged(check.parse_log(sparse_log(SPARSE_KNOWN)))
+    assert check.new_warnings(stock, patched) == []
+    known = check.known_warnings(stock, patched)
+    assert [line for line, _ in known] == [SPARSE_KNOWN]
+    assert "pte_unmap()" in known[0][1]
+
+
+@pytest.mark.parametrize("other", [
+    # the same text in another function, another file, or another kind
+    SPARSE_KNOWN.replace("try_to_free_pte", "try_get_and_clear_pmd"),
+    SPARSE_KNOWN.replace("pt_reclaim.c", "memory.c"),
+    SPARSE_KNOWN.replace("unexpected unlock", "different lock contexts for basic block"),
+])
+def test_a_known_entry_explains_only_its_own_warning(other):
+    stock = check.merged(check.parse_log(STOCK_LOG))
+    patched = check.merged(check.parse_log(sparse_log(other)))
+    assert check.new_warnings(stock, patched) == [other]
+    assert check.known_warnings(stock, patched) == []
+
+
+def test_a_known_false_warning_is_shown_in_the_report(capsys):
+    tally = Tally()
+    v = check.select(["arm64/lab-contpte-off"])[0]
+    check.report(tally, v, check.verdict("pass", "1 known false warning",
+                                         known=[(SPARSE_KNOWN, "why")]))
+    out = capsys.readouterr().out
+    assert f"known: {SPARSE_KNOWN}" in out and "why it is false: why" in out
+
+
 @pytest.mark.parametrize("line,key", [
     ("../mm/rmap.c:12:5: warning: unused variable \u2018x\u2019 [-Wunused-variable]",
      "mm/rmap.c: warning: unused variable 'x' [-Wunused-variable]"),
@@ -382,10 +421,10 @@ def test_stamp_round_trip(tmp_path):
 def test_a_second_run_with_the_same_inputs_prints_the_stored_verdict(work, monkeypatch, capsys):
     inputs = dict(INPUTS)
     builds = []
-    monkeypatch.setattr(check, "stamp_inputs", lambda v, t, full: dict(inputs))
+    monkeypatch.setattr(check, "stamp_inputs", lambda v, t, full, quick=False: dict(inputs))
     monkeypatch.setattr(check, "needs", lambda v, t: [])
 
-    def build_variant(v, t, full):
+    def build_variant(v, t, full, quick=False):
         builds.append(v.leaf)
         return check.verdict("fail", "1 new warning", new=["../mm/rmap.c:9:1: warning: new one"])
 
@@ -404,7 +443,7 @@ def test_a_second_run_with_the_same_inputs_prints_the_stored_verdict(work, monke
 
 
 def test_a_leaf_that_could_not_run_is_not_stored(work, monkeypatch):
-    monkeypatch.setattr(check, "stamp_inputs", lambda v, t, full: dict(INPUTS))
+    monkeypatch.setattr(check, "stamp_inputs", lambda v, t, full, quick=False: dict(INPUTS))
     monkeypatch.setattr(check, "needs", lambda v, t: ["riscv64-linux-gnu-gcc"])
     v = variant("riscv64/defconfig")
     tally = Tally()
@@ -493,7 +532,7 @@ def test_lab_check_list_prints_the_variants(capsys):
     out = capsys.readouterr().out
     for v in check.VARIANTS:
         assert v.leaf in out
-    assert "* check/x86_64/lab-pt-reclaim-off" in out
+    assert "*+ check/x86_64/lab-pt-reclaim-off" in out
 
 
 def test_lab_check_options_reach_main(monkeypatch):
@@ -501,8 +540,56 @@ def test_lab_check_options_reach_main(monkeypatch):
     monkeypatch.setattr(check, "main", lambda names, **kw: got.append((names, kw)) or 0)
     assert cli.main(["check"]) == 0
     assert cli.main(["check", "--all", "--full", "--no-cache", "-k", "a", "-k", "b"]) == 0
-    assert got == [(None, {"everything": False, "full": False, "use_cache": True}),
-                   (["a", "b"], {"everything": True, "full": True, "use_cache": False})]
+    assert cli.main(["check", "--quick"]) == 0
+    assert got == [(None, {"everything": False, "full": False, "use_cache": True,
+                           "quick": False}),
+                   (["a", "b"], {"everything": True, "full": True, "use_cache": False,
+                                 "quick": False}),
+                   (None, {"everything": False, "full": False, "use_cache": True,
+                           "quick": True})]
+    assert cli.main(["check", "--quick", "--full"]) == 2
+
+
+def test_ci_leaves_are_riscv_and_a_config_off_variant():
+    ci = [v.leaf for v in check.VARIANTS if v.ci]
+    assert ci == ["check/riscv64/defconfig", "check/x86_64/lab-pt-reclaim-off"]
+
+
+def test_quick_builds_directories_of_a_lab_variant_only(tree):
+    v = check.select(["x86_64/lab-pt-reclaim-off"])[0]
+    t = check.TARGETS["x86_64"]
+    c_files = ["mm/rmap.c", "arch/x86/kernel/paravirt.c"]
+    assert check.goals(v, t, tree, False, c_files, []) == []
+    assert check.goals(v, t, tree, False, c_files, [], quick=True) == \
+        ["mm/", "arch/x86/mm/", "arch/x86/kernel/"]
+    # --full wins, and quick does not change a variant with its own dirs
+    assert check.goals(v, t, tree, True, c_files, [], quick=True) == []
+    r = check.select(["riscv64/defconfig"])[0]
+    assert check.variant_dirs(r, True) == check.variant_dirs(r, False) == r.dirs
+
+
+def test_quick_and_whole_builds_have_different_stored_verdicts(monkeypatch):
+    monkeypatch.setattr(check, "head", lambda f: f"head-{f}")
+    monkeypatch.setattr(check.source, "series_hash", lambda: "series")
+    monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f"config-{f}")
+    v = check.select(["x86_64/lab-pt-reclaim-off"])[0]
+    t = check.TARGETS["x86_64"]
+    assert check.stamp_key(check.stamp_inputs(v, t, False, quick=True)) != \
+        check.stamp_key(check.stamp_inputs(v, t, False))
+
+
+def test_lab_test_runs_the_ci_leaves_unless_told_not_to(monkeypatch, tmp_path):
+    from lab import harden, testcmd
+    ran = []
+    monkeypatch.setattr(testcmd, "main", lambda *a, **k: None)
+    monkeypatch.setattr(harden, "short_form", lambda *a: None)
+    monkeypatch.setattr(check, "ci_form", lambda tally, use_cache: ran.append(use_cache))
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    cli.main(["test"])
+    cli.main(["test", "--no-cache"])
+    cli.main(["test", "--no-check"])
+    cli.main(["test", "--only", "sanity"])
+    assert ran == [True, False]
 
 
 def _fake_variant_build(monkeypatch, tmp_path, extra_results):
