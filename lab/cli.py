@@ -117,7 +117,8 @@ def cmd_test(args):
     testcmd.main(tally, arches, args.variant, pytest=not args.no_pytest,
                  own=not args.no_own, upstream=not args.no_upstream, only=only,
                  use_cache=not args.no_cache,
-                 later=harden.short_kernels(arches) if harden_too else ())
+                 later=harden.short_kernels(arches) if harden_too else (),
+                 jobs=args.jobs)
     if harden_too:
         harden.short_form(tally, arches)
     if not args.no_check and not only:
@@ -220,6 +221,9 @@ def parser():
     sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
     sp.add_argument("--no-harden", action="store_true",
                     help="skip the short form of 'lab harden' (debug kernels)")
+    sp.add_argument("-j", "--jobs", type=int, default=2,
+                    help="arches tested at the same time (default 2; 1: one "
+                    "after the other)")
     sp.add_argument("--no-check", action="store_true",
                     help="skip the leaves of 'lab check' that lab test runs "
                     "(riscv64 mm/, x86_64 without PT_RECLAIM, directories only)")

@@ -20,6 +20,7 @@ any failure.
 
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 
 from . import build, cache, config, deps, image, results, run, source, suites
@@ -148,11 +149,17 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
     return b
 
 
+# Guest images share their tools (gen_init_cpio, the Debian package cache):
+# arches tested side by side build them one at a time.
+_image_lock = threading.Lock()
+
+
 def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     t = Timer()
     for flavour in config.FLAVOURS:
         build.build(arch_name, variant, flavour)
-    image.build(arch_name)
+    with _image_lock:
+        image.build(arch_name)
     plan = suites.test_plan(arch_name, own=own, upstream=upstream, only=only,
                             variant=variant)
     per_flavour = {}
@@ -191,22 +198,42 @@ def tally_boot(tally, prefix, b):
         tally.add(r.status, f"{prefix}/{r.name}", r.detail if r.status != "pass" else "")
 
 
+def guarded_test_arch(tally, arch_name, *args):
+    """test_arch(), with a LabError as a failed row of that arch."""
+    try:
+        test_arch(tally, arch_name, *args)
+    except LabError as e:
+        tally.add("fail", f"{arch_name}/{args[0]}/lab", str(e).splitlines()[0])
+        print(str(e), file=sys.stderr)
+
+
 def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
-         only=None, use_cache=True, later=()):
+         only=None, use_cache=True, later=(), jobs=2):
     """Host unit tests, then the guest suites of each arch; rows go to tally.
 
     Every kernel the run needs (and the kernels in later, for what follows
-    it) is built ahead, in order, while the kernels before it boot."""
+    it) is built ahead, in order, while the kernels before it boot.  Up to
+    jobs arches are tested at the same time, each in a thread of its own:
+    a test boot keeps about one vCPU busy, so two guests share the two
+    host cores instead of taking turns."""
     deps.check()
     source.apply()
     build.build_ahead([(a, variant, f) for a in arches for f in config.FLAVOURS]
                       + list(later))
     if pytest:
         run_pytest(tally)
-    for arch_name in arches:
-        try:
-            test_arch(tally, arch_name, variant, own, upstream, only, use_cache)
-        except LabError as e:
-            tally.add("fail", f"{arch_name}/{variant}/lab", str(e).splitlines()[0])
-            print(str(e), file=sys.stderr)
+    args = (variant, own, upstream, only, use_cache)
+    if jobs <= 1 or len(arches) <= 1:
+        for arch_name in arches:
+            guarded_test_arch(tally, arch_name, *args)
+        return
+    pending = list(arches)
+    while pending:
+        batch, pending = pending[:jobs], pending[jobs:]
+        threads = [threading.Thread(target=guarded_test_arch, name=f"test-{a}",
+                                    args=(tally, a) + args) for a in batch]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
 

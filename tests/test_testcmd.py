@@ -1,0 +1,62 @@
+"""Host unit tests of how 'lab test' runs its arches: side by side with
+--jobs 2, one after the other with --jobs 1, a lab error as a row."""
+
+import threading
+
+import pytest
+
+from lab import build, deps, source, testcmd
+from lab.tally import Tally
+from lab.util import LabError
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    monkeypatch.setattr(deps, "check", lambda: None)
+    monkeypatch.setattr(source, "apply", lambda: None)
+    monkeypatch.setattr(build, "build_ahead", lambda kernels: None)
+
+
+def test_two_arches_run_side_by_side(quiet, monkeypatch):
+    # each arch waits until the other one has started: only passes when
+    # both are in flight at once (a serial run would time out the barrier)
+    barrier = threading.Barrier(2, timeout=5)
+    seen = []
+
+    def fake(tally, arch_name, *args):
+        barrier.wait()
+        seen.append(arch_name)
+        tally.add("pass", f"{arch_name}/x")
+
+    monkeypatch.setattr(testcmd, "test_arch", fake)
+    tally = Tally()
+    testcmd.main(tally, ["x86_64", "arm64"], pytest=False, jobs=2)
+    assert sorted(seen) == ["arm64", "x86_64"]
+    assert tally.count("pass") == 2
+
+
+def test_jobs_1_runs_the_arches_in_order(quiet, monkeypatch):
+    active, order = [], []
+
+    def fake(tally, arch_name, *args):
+        active.append(arch_name)
+        assert len(active) == 1, "two arches at once with --jobs 1"
+        order.append(arch_name)
+        active.remove(arch_name)
+
+    monkeypatch.setattr(testcmd, "test_arch", fake)
+    testcmd.main(Tally(), ["x86_64", "arm64"], pytest=False, jobs=1)
+    assert order == ["x86_64", "arm64"]
+
+
+def test_a_lab_error_in_one_arch_is_a_failed_row_and_the_other_arch_runs(quiet, monkeypatch):
+    def fake(tally, arch_name, *args):
+        if arch_name == "arm64":
+            raise LabError("the arm64 kernel did not build\nmore text")
+        tally.add("pass", f"{arch_name}/x")
+
+    monkeypatch.setattr(testcmd, "test_arch", fake)
+    tally = Tally()
+    testcmd.main(tally, ["x86_64", "arm64"], pytest=False, jobs=2)
+    assert ("fail", "arm64/default/lab", "the arm64 kernel did not build") in tally.rows
+    assert ("pass", "x86_64/x", "") in tally.rows
