@@ -12,6 +12,7 @@
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
   lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
+  lab export --debian DIR     the series as a quilt queue for Debian's linux package
   lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--list]
                               build the series in more configs and arches
 """
@@ -108,7 +109,7 @@ def cmd_boot(args):
 
 
 def cmd_test(args):
-    from . import check, harden, testcmd
+    from . import check, export, harden, testcmd
     from .tally import Tally
     only = set(args.only.split(",")) if args.only else None
     arches = _arches(args)
@@ -119,6 +120,8 @@ def cmd_test(args):
                  use_cache=not args.no_cache,
                  later=harden.short_kernels(arches) if harden_too else (),
                  jobs=args.jobs)
+    if not only:
+        export.test_row(tally)
     if harden_too:
         harden.short_form(tally, arches)
     if not args.no_check and not only:
@@ -151,6 +154,14 @@ def cmd_harden(args):
 def cmd_fresh(args):
     from . import fresh
     return fresh.main(args.run)
+
+
+def cmd_export(args):
+    from pathlib import Path
+
+    from . import export
+    export.write(Path(args.debian).resolve())
+    return 0
 
 
 def cmd_check(args):
@@ -273,6 +284,13 @@ def parser():
                     help="command run in the clone inside the root (default: "
                     "bash .ci/run)")
     sp.set_defaults(fn=cmd_fresh)
+
+    sp = sub.add_parser("export", help="the series as a quilt queue for Debian's "
+                        "linux source package")
+    sp.add_argument("--debian", required=True, metavar="DIR",
+                    help="write DIR/debian/patches/features/all/foliobatch/*.patch, "
+                    "DIR/series-lines and DIR/config-lines")
+    sp.set_defaults(fn=cmd_export)
 
     sp = sub.add_parser("check", help="build the series in more configs and arches "
                         "(Debian, defconfig, lab config variants); new warnings")

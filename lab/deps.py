@@ -47,6 +47,8 @@ COMMANDS = {
     "qemu-system-x86_64": "qemu-system-x86",
     "qemu-system-aarch64": "qemu-system-arm",
     "mkfs.xfs": "xfsprogs",
+    # lab export --debian: the queue is checked with 'quilt push -a'
+    "quilt": "quilt",
     # lab fresh: a clean Debian 12 root, and the mounts /proc, /sys, /dev
     "mmdebstrap": "mmdebstrap", "mount": "mount", "umount": "mount",
     # the lab itself runs on it (.ci/run installs it before anything else)
