@@ -126,6 +126,12 @@ def cmd_test(args):
         harden.short_form(tally, arches)
     if not args.no_check and not only:
         check.ci_form(tally, use_cache=not args.no_cache)
+    if args.kcidb:
+        from pathlib import Path
+
+        from . import kcidb
+        nb, nt = kcidb.write(tally.rows, Path(args.kcidb))
+        say(f"KCIDB I/O: {nb} builds, {nt} tests in {args.kcidb}")
     return tally.finish(tally.save("test"))
 
 
@@ -232,6 +238,9 @@ def parser():
     sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
     sp.add_argument("--no-harden", action="store_true",
                     help="skip the short form of 'lab harden' (debug kernels)")
+    sp.add_argument("--kcidb", metavar="FILE",
+                    help="also write the builds and tests in KCIDB I/O format "
+                    "(validated with kcidb-io)")
     sp.add_argument("-j", "--jobs", type=int, default=2,
                     help="arches tested at the same time (default 2; 1: one "
                     "after the other)")

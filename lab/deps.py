@@ -9,10 +9,13 @@ exception.  Everything else must be in COMMANDS (a program) or PACKAGES
 (headers, libraries and Python modules, which have no program).
 """
 
+import hashlib
 import os
 import shutil
 import subprocess
+import sys
 
+from . import config
 from .util import LabError, run, say
 
 # command -> Debian package providing it (none of them Essential)
@@ -62,7 +65,15 @@ PACKAGES = [
     "libc6-dev",
     "libc6-dev-arm64-cross",
     "python3-matplotlib", "python3-pytest", "python3-ply", "python3-git", "ca-certificates",
+    # pip, for the PyPI packages of PYPI_REQUIREMENTS
+    "python3-pip",
 ]
+# PyPI packages that Debian 12 does not have, pinned with everything they
+# need, installed with pip --no-deps into PYLIB (not into the system's
+# Python, which Debian manages); lab/kcidb.py runs them in a python3 of
+# their own with PYTHONPATH=PYLIB.  A stamp of the requirements' hash says what is installed.
+PYPI_REQUIREMENTS = config.REPO / "lab" / "requirements-kcidb.txt"
+PYLIB = config.WORK / "pylib"
 # Programs from Essential packages (program -> package): always present,
 # never installed.  Only these may be run without an entry in COMMANDS.
 ESSENTIAL = {
@@ -89,6 +100,27 @@ def missing():
     return miss
 
 
+def pypi_hash():
+    return hashlib.sha256(PYPI_REQUIREMENTS.read_bytes()).hexdigest()
+
+
+def pypi_ok():
+    """Whether PYLIB holds exactly PYPI_REQUIREMENTS."""
+    stamp = PYLIB / ".lab-requirements"
+    return stamp.exists() and stamp.read_text().strip() == pypi_hash()
+
+
+def install_pypi():
+    if PYLIB.exists():
+        shutil.rmtree(PYLIB)
+    run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--root-user-action=ignore",
+         "--disable-pip-version-check", "--no-cache-dir", "--target", str(PYLIB),
+         "-r", str(PYPI_REQUIREMENTS)])
+    (PYLIB / ".lab-requirements").write_text(pypi_hash() + "\n")
+
+
+
 def foreign_arch_ok():
     p = subprocess.run(["dpkg", "--print-foreign-architectures"],
                        capture_output=True, text=True)
@@ -102,6 +134,9 @@ def check():
         problems.append("missing packages: " + " ".join(miss) +
                         "\n  install: apt-get install -y --no-install-recommends " +
                         " ".join(miss))
+    if not pypi_ok():
+        problems.append(f"the PyPI packages of {PYPI_REQUIREMENTS.name} are not "
+                        f"installed in {PYLIB}")
     if not foreign_arch_ok():
         problems.append(f"dpkg does not know the {FOREIGN_ARCH} architecture (the "
                         f"arm64 guest image uses Debian arm64 packages)\n  fix: "
@@ -125,4 +160,6 @@ def install():
     miss = missing()
     if miss:
         run(["apt-get", "install", "-y", "--no-install-recommends"] + miss, env=env)
+    if not pypi_ok():
+        install_pypi()
     check()

@@ -579,9 +579,10 @@ def test_quick_and_whole_builds_have_different_stored_verdicts(monkeypatch):
 
 
 def test_lab_test_runs_the_ci_leaves_unless_told_not_to(monkeypatch, tmp_path):
-    from lab import harden, testcmd
+    from lab import export, harden, testcmd
     ran = []
     monkeypatch.setattr(testcmd, "main", lambda *a, **k: None)
+    monkeypatch.setattr(export, "test_row", lambda tally: None)
     monkeypatch.setattr(harden, "short_form", lambda *a: None)
     monkeypatch.setattr(check, "ci_form", lambda tally, use_cache: ran.append(use_cache))
     monkeypatch.setattr(config, "WORK", tmp_path)
