@@ -232,10 +232,15 @@ class CpioList:
                 self.file(f"{prefix}/{f.relative_to(hostdir)}", f)
 
     def write(self, path, cpio):
+        """Write the list to path and the archive to cpio; the archive is
+        renamed into place, so a boot that reads cpio while another lab
+        command rebuilds it reads a whole archive, old or new."""
         Path(path).write_text("\n".join(self.lines) + "\n")
-        with open(cpio, "wb") as f:
+        part = Path(f"{cpio}.part")
+        with open(part, "wb") as f:
             subprocess.run([str(gen_init_cpio()), "-t", str(CPIO_MTIME), str(path)],
                            stdout=f, check=True)
+        os.replace(part, cpio)
 
 
 def build(arch_name):
