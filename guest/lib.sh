@@ -73,6 +73,12 @@ lab_kprobe() {
 		echo "# lab: could not set a kprobe on $2"
 }
 
+# lab_kprobes_arm 0|1: disarm or arm every lab kprobe event; a disarmed
+# kprobe costs nothing, so time is measured with them disarmed.
+lab_kprobes_arm() {
+	echo "$1" > /sys/kernel/tracing/events/lab/enable
+}
+
 # lab_ramswap: swap on the RAM disk /dev/ram0 (brd; its size comes from the
 # brd.rd_size= boot parameter) instead of the virtio disk, so that swap-out
 # is guest CPU work only and instruction-time repeats; idempotent.

@@ -10,6 +10,7 @@ a cap.  Each run is saved as JSON; report.py makes the tables and plots.
 """
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,53 @@ from dataclasses import dataclass, field
 from . import build, config, image, report, run, source
 from .report import instr_time, spread
 from .util import LabError, Timer, say, warn
+
+
+@dataclass
+class Mechanism:
+    """A kernel function whose calls show what a series changes, counted
+    with a kprobe event (lab_kprobe) around each measured run.
+
+    limit(run) is what a perfect batch would reach with the switch on
+    (None: no such figure); arches are the arches that have the function."""
+    label: str
+    function: str
+    arches: tuple
+    limit: object = None
+    key: str = ""        # the kprobe event's name, if not the function's
+
+    @property
+    def event(self):
+        return self.key or self.function.lstrip("_")
+
+
+# contpte blocks are unfolded and refolded when a range covers part of one;
+# a batch that moves or clears whole blocks needs neither
+UNFOLD = Mechanism("contpte unfolds: __contpte_try_unfold() calls",
+                   "__contpte_try_unfold", ("arm64",), lambda r: 0)
+FOLD = Mechanism("contpte folds: __contpte_try_fold() calls",
+                 "__contpte_try_fold", ("arm64",), lambda r: 0)
+# the young-bit helpers of arm64, per PTE (6.12) and per batch (the series)
+YOUNG = [Mechanism("young, per PTE: contpte_ptep_clear_flush_young() calls",
+                   "contpte_ptep_clear_flush_young", ("arm64",)),
+         Mechanism("young, per PTE: contpte_ptep_test_and_clear_young() calls",
+                   "contpte_ptep_test_and_clear_young", ("arm64",)),
+         Mechanism("young, per batch: contpte_clear_flush_young_ptes() calls",
+                   "contpte_clear_flush_young_ptes", ("arm64",)),
+         Mechanism("young, per batch: contpte_test_and_clear_young_ptes() calls",
+                   "contpte_test_and_clear_young_ptes", ("arm64",))]
+# x86 flushes at once per unmapped PTE unless it defers to the batch
+X86_FLUSH = [Mechanism("TLB flushes: flush_tlb_mm_range() calls",
+                       "flush_tlb_mm_range", ("x86_64",)),
+             Mechanism("deferred TLB flushes: arch_tlbbatch_flush() calls",
+                       "arch_tlbbatch_flush", ("x86_64",))]
+# reclaim flushes once before writing a batch of up to a folio_batch (31)
+# dirty folios; with 4 kB folios, one flush per 31 pages swapped out
+DIRTY_FLUSH = Mechanism("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
+                        "try_to_unmap_flush_dirty", ("x86_64", "arm64"),
+                        lambda r: math.ceil(r.get("vmstat", {}).get("pswpout", 0) / 31),
+                        key="flushdirty")
+RECLAIM_MECHANISMS = [UNFOLD] + YOUNG + X86_FLUSH
 
 
 @dataclass
@@ -33,6 +81,11 @@ class Workload:
     # (label, source, key[, compare]): source is metrics, vmstat, irq or mthp;
     # compare=False keeps a counter out of the switch-off-equals-stock check
     metrics: list = field(default_factory=list)
+    # kernel functions counted around each run (the report's mechanism table)
+    mechanisms: list = field(default_factory=list)
+    # the seed's time with everything on against off, per arch, for the
+    # summary chart (None where the seed gives no time figure)
+    seed_ratio: dict = field(default_factory=dict)
 
     def switches(self):
         return sorted({s for m in self.modes.values() for s in m})
@@ -42,10 +95,10 @@ def _onoff(switch, **others):
     return {"off": {switch: 0, **others}, "on": {switch: 1, **others}}
 
 
-# dirty-reclaim(-1w): classic LRU, 4 kB pages, swap on the RAM disk, and the
-# kprobe that counts reclaim's TLB flushes before writeback
+# dirty-reclaim(-1w): classic LRU, 4 kB pages, swap on the RAM disk; reclaim's
+# TLB flushes before writeback are counted in the probe runs (DIRTY_FLUSH)
 DIRTY_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
-               "lab_ramswap; lab_kprobe flushdirty try_to_unmap_flush_dirty")
+               "lab_ramswap")
 MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
 # the mremap() calls alone, timed around each call in the guest program
 MREMAP_CALLS = ("mremap() calls alone (ns, instruction-time)", "metrics", "mremap_ns")
@@ -63,7 +116,8 @@ WORKLOADS = [
              _onoff("mremap_batch"), "lab_thp_only 64kB",
              ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
              "10000 iterations", "1000 iterations", MREMAP_SEED,
-             [MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")]),
+             [MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+             [UNFOLD, FOLD], {"arm64": 1.2 / 1.9}),
     Workload("mremap-4k", "seed 001 program with 4 KB pages only",
              _onoff("mremap_batch"), "lab_thp_only none",
              ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
@@ -92,7 +146,10 @@ WORKLOADS = [
              "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
              "young batching -33% arm64 / -10% x86; batched unmap -75% arm64 / -50% x86",
              [("pgsteal_file", "vmstat", "pgsteal_file"),
-              ("pgscan_file", "vmstat", "pgscan_file")]),
+              ("pgscan_file", "vmstat", "pgscan_file")],
+             RECLAIM_MECHANISMS,
+             # 1.518 s -> 1.018 s -> 0.249 s (arm64); -10% then -50% (x86)
+             {"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
     Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
              # off is every batching off, so that it compares with stock;
              # young batching with MGLRU is the rmap walk's run handed to
@@ -107,7 +164,8 @@ WORKLOADS = [
              "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
              "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
              [("pgsteal_file", "vmstat", "pgsteal_file"),
-              ("pgscan_file", "vmstat", "pgscan_file")]),
+              ("pgscan_file", "vmstat", "pgscan_file")],
+             RECLAIM_MECHANISMS, {"arm64": 0.180 / 0.470, "x86_64": 0.85}),
     Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg whose memory.high is a "
              "quarter of its working set, swap on a RAM disk",
              _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
@@ -118,16 +176,15 @@ WORKLOADS = [
              "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
              # every count here follows the run's timing (which folios two
              # thrashing workers get reclaimed): shown, not compared with stock
-             [("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
-               "kprobe", "flushdirty", False),
-              ("TLB shootdowns (x86)", "irq", "TLB", False),
+             [("TLB shootdowns (x86)", "irq", "TLB", False),
               ("function-call IPIs (x86)", "irq", "CAL", False),
               ("IPI1 function call (arm64)", "irq", "IPI1", False),
               ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
               ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
               ("pswpout", "vmstat", "pswpout", False),
               ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
-               False)]),
+               False)],
+             [DIRTY_FLUSH]),
     Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
              "exactly, so the measured phase is the worker's CPU time "
              "(instructions, throttling sleeps excluded)",
@@ -137,13 +194,12 @@ WORKLOADS = [
              "1 worker, 256 MB, memory.high 64 MB, 200 ops",
              "1 worker, 128 MB, memory.high 32 MB, 100 ops",
              "bogo ops/s +26.9% (16 workers)",
-             [("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
-               "kprobe", "flushdirty"),
-              ("pswpout", "vmstat", "pswpout"),
+             [("pswpout", "vmstat", "pswpout"),
               ("elapsed instruction-time (ns, throttling included)", "metrics",
                "elapsed_ns", False),
               ("TLB shootdowns (x86)", "irq", "TLB", False),
-              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)]),
+              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
+             [DIRTY_FLUSH]),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
@@ -165,27 +221,65 @@ def in_series(switch):
     return any(pat.search(p.read_text(errors="replace")) for p in source.series_files())
 
 
-def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None):
-    """The guest plan; only_mode runs one mode of each patched workload."""
+def kprobe_lines(workloads, arch_name):
+    """lab_kprobe lines for the mechanisms of the workloads on an arch."""
+    seen = {}
+    for w in workloads:
+        for m in w.mechanisms:
+            if arch_name in m.arches:
+                seen.setdefault(m.event, m.function)
+    return [f"lab_kprobe {e} {f}" for e, f in seen.items()]
+
+
+# The rep number of a probe run: the mechanisms' kprobes are armed only in
+# these runs, which the report keeps out of every time and counter figure
+# (a hit costs the probe's trap, hundreds of instructions).
+PROBE_REP = -1
+
+
+def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None):
+    """The guest plan; only_mode runs one mode of each patched workload.
+    With arch_name, each workload and mode then runs once more as a probe
+    run (rep PROBE_REP) with the kprobes of that arch's mechanisms armed."""
     lines = [". /lab/lib.sh", "swapon -s >/dev/null 2>&1", "cd /tmp"]
-    for r in range(rep0, rep0 + reps):
-        for w in workloads:
-            argv = " ".join(w.quick if quick else w.argv)
-            modes = list(w.modes) if flavour == "patched" else ["stock"]
-            if only_mode and flavour == "patched":
-                modes = [only_mode]
-            if r % 2:
-                modes.reverse()
-            for m in modes:
-                lines.append(w.setup)
-                if flavour == "patched":
-                    for sw, v in sorted(w.modes[m].items()):
-                        lines.append(f"lab_switch {sw} {v}")
-                lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
-                lines.append(f"lab_bench {w.name} {m} {r} -- {argv}")
+    probes = kprobe_lines(workloads, arch_name) if arch_name else []
+    if probes:
+        lines += probes + ["lab_kprobes_arm 0"]
+
+    def modes_of(w):
+        modes = list(w.modes) if flavour == "patched" else ["stock"]
+        return [only_mode] if only_mode and flavour == "patched" else modes
+
+    def one(w, m, r):
+        argv = " ".join(w.quick if quick else w.argv)
+        lines.append(w.setup)
+        if flavour == "patched":
+            for sw, v in sorted(w.modes[m].items()):
+                lines.append(f"lab_switch {sw} {v}")
+        lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+        lines.append(f"lab_bench {w.name} {m} {r} -- {argv}")
+
+    def reset():
         if flavour == "patched":
             for sw in sorted({s for w in workloads for s in w.switches()}):
                 lines.append(f"lab_switch {sw} 1")
+
+    for r in range(rep0, rep0 + reps):
+        for w in workloads:
+            modes = modes_of(w)
+            if r % 2:
+                modes.reverse()
+            for m in modes:
+                one(w, m, r)
+        reset()
+    if probes and rep0 == 0:
+        lines.append("lab_kprobes_arm 1")
+        for w in workloads:
+            if any(arch_name in mech.arches for mech in w.mechanisms):
+                for m in modes_of(w):
+                    one(w, m, PROBE_REP)
+        lines.append("lab_kprobes_arm 0")
+        reset()
     return "\n".join(lines) + "\nexit 0\n"
 
 
@@ -219,16 +313,25 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
         elif line.startswith(("LAB-", "lab: ")) or "Kernel panic" in line:
             say(f"  [{name}] {line}")
 
-    b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0),
+    b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0,
+                                         arch_name=arch_name),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  name, echo=echo, **boot_args(quick))
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")
+    failed = []
+    for line in b.text().splitlines():
+        m = re.search(r"could not set a kprobe on (\S+)", line)
+        if m:
+            failed.append(m.group(1))
+            warn(f"{name}: could not set a kprobe on {m.group(1)}; its "
+                 "mechanism row is left out")
     m = re.search(r"LAB-READY: (\S+)", b.text())
     meta = dict(meta_base, flavour=flavour, kernel=m.group(1) if m else "unknown",
-                console=str(b.console))
+                console=str(b.console), kprobe_failed=failed)
     runs = parse_runs(b, meta)
     for rec in runs:
+        rec["probe"] = rec["rep"] == PROBE_REP
         w = BY_NAME[rec["workload"]]
         rec["scale"] = w.quick_scale if quick else w.scale
         f = outdir / "runs" / (f"{arch_name}-{flavour}-{rec['workload']}-{rec['mode']}"
@@ -281,7 +384,8 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
                 for flavour, modes in (("patched", list(w.modes)), ("stock", ["stock"])):
                     for m in modes:
                         vals = [instr_time(r) for r in runs if r["workload"] == w.name
-                                and r["flavour"] == flavour and r["mode"] == m]
+                                and r["flavour"] == flavour and r["mode"] == m
+                                and not r.get("probe")]
                         if len(vals) < 2 or spread(vals) > SPREAD_TARGET:
                             noisy.append((w, flavour))
             if not noisy:

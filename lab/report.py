@@ -27,12 +27,24 @@ def _value(rec, source, key):
     return rec.get(source, {}).get(key, 0)
 
 
-def summarize(runs):
-    """(arch, workload, flavour, mode) -> list of runs."""
+def summarize(runs, probe=False):
+    """(arch, workload, flavour, mode) -> list of runs: the measured runs,
+    or with probe=True the probe runs (kprobes armed, kept out of every
+    time and counter figure)."""
     groups = defaultdict(list)
     for r in runs:
-        groups[(r["arch"], r["workload"], r["flavour"], r["mode"])].append(r)
+        if bool(r.get("probe")) == probe:
+            groups[(r["arch"], r["workload"], r["flavour"], r["mode"])].append(r)
     return groups
+
+
+def present(runs, source, key):
+    """Whether a counter shows in any run (benchrun reports non-zero deltas
+    only, so a counter an arch does not have, or one that never moved, is
+    absent)."""
+    if source == "metrics":
+        return any(key in r["metrics"] for r in runs)
+    return any(key in r.get(source, {}) for r in runs)
 
 
 def _stats(values):
@@ -108,13 +120,20 @@ def markdown(groups, workloads, arch, in_series):
     out = [f"### {arch}", "",
            "| workload | metric | stock | switch off | mode | switch on | change | seed |",
            "|---|---|---|---|---|---|---|---|"]
-    checks = []
+    checks, absent = [], []
     for w in workloads:
         if not any(k[0] == arch and k[1] == w.name for k in groups):
             continue
         missing = [s for s in w.switches() if not in_series(s)]
         name = w.name + (" (not in series: stock in every mode)" if missing else "")
+        runs = [r for k, rs in groups.items() if k[0] == arch and k[1] == w.name
+                for r in rs]
+        gone = {label for label, source, key, *_ in w.metrics
+                if not present(runs, source, key)}
+        absent += [f"{w.name}: {label}" for label in sorted(gone)]
         for label, fn, fmt in metric_rows(w):
+            if label in gone:
+                continue
             st = lambda fl, m: _stats([fn(r) for r in groups.get((arch, w.name, fl, m), [])])
             stock, off = st("stock", "stock"), st("patched", "off")
             for mode in [m for m in w.modes if m != "off"]:
@@ -125,11 +144,99 @@ def markdown(groups, workloads, arch, in_series):
         text, ok = off_vs_stock(groups, arch, w)
         verdict = "INCONCLUSIVE" if ok is None else "OK" if ok else "DIFFERS"
         checks.append(f"| {w.name} | {verdict} | {text} |")
+    if absent:
+        out += ["", f"Counters left out on {arch}: no run of the workload shows "
+                "them (the arch has no such counter, or it never moved): "
+                + "; ".join(absent) + "."]
     out += ["", f"Switch off against stock ({arch}; OK = instruction-time within "
             f"{OFF_VS_STOCK_TOLERANCE:.0%} and counters equal; INCONCLUSIVE = the "
             "runs themselves vary by more than that):", "",
             "| workload | check | detail |", "|---|---|---|"] + checks
     return "\n".join(out) + "\n"
+
+
+def mechanism_table(probes, workloads, arch):
+    """The mechanism counts of the probe runs of an arch: calls of each
+    workload's kernel functions, stock, switch off and on, and what a
+    perfect batch would reach with the switch on; '' without probe runs."""
+    rows = []
+    for w in workloads:
+        for m in w.mechanisms:
+            if arch not in m.arches:
+                continue
+            runs = {fl_mode: probes.get((arch, w.name) + fl_mode, [])
+                    for fl_mode in (("stock", "stock"), ("patched", "off"),
+                                    ("patched", "on"))}
+            if not any(runs.values()):
+                continue
+            if any(m.function in r.get("kprobe_failed", ())
+                   for rs in runs.values() for r in rs):
+                continue
+
+            def calls(rs, ev=m.event):
+                return f"{rs[0].get('kprobe', {}).get(ev, 0):,}" if rs else "-"
+
+            on = runs[("patched", "on")]
+            limit = f"{m.limit(on[0]):,}" if m.limit and on else "-"
+            rows.append(f"| {w.name} | {m.label} | {calls(runs[('stock', 'stock')])} | "
+                        f"{calls(runs[('patched', 'off')])} | {calls(on)} | {limit} |")
+    if not rows:
+        return ""
+    return "\n".join([
+        f"Mechanisms ({arch}): calls of the kernel functions the series changes, "
+        "counted by kprobes in one probe run per mode (kprobes armed only there, "
+        "so they cost no measured run anything); limit: what a perfect batch "
+        "would reach with the switch on.", "",
+        "| workload | counter | stock | switch off | switch on | limit |",
+        "|---|---|---|---|---|---|"] + rows) + "\n"
+
+
+def ratios(groups, workloads, arch):
+    """{workload: median instruction-time with every switch on / off} for the
+    workloads measured on an arch."""
+    out = {}
+    for w in workloads:
+        on = [instr_time(r) for r in groups.get((arch, w.name, "patched", "on"), [])]
+        off = [instr_time(r) for r in groups.get((arch, w.name, "patched", "off"), [])]
+        if on and off:
+            out[w.name] = statistics.median(on) / statistics.median(off)
+    return out
+
+
+def plot_summary(groups, workloads, arches, path):
+    """One chart: switch on / off instruction-time per workload and arch,
+    the seed's ratio marked where the seed gives one."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    per_arch = {a: ratios(groups, workloads, a) for a in arches}
+    names = [w.name for w in workloads if any(w.name in per_arch[a] for a in arches)]
+    if not names:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(names) + 2), 4.2))
+    width = 0.8 / len(arches)
+    colours = ["#4477aa", "#ee6677", "#228833"]
+    for i, a in enumerate(arches):
+        xs = [j + (i - (len(arches) - 1) / 2) * width for j in range(len(names))]
+        ax.bar(xs, [per_arch[a].get(n, 0) for n in names], width, label=f"{a}: on / off",
+               color=colours[i % len(colours)])
+        seeds = [(x, w.seed_ratio[a]) for x, n in zip(xs, names)
+                 for w in workloads if w.name == n and a in w.seed_ratio]
+        if seeds:
+            ax.scatter([x for x, _ in seeds], [v for _, v in seeds], marker="_", s=400,
+                       color="black", zorder=3,
+                       label="seed (real hardware)" if i == 0 else None)
+    ax.axhline(1.0, color="#999999", linewidth=0.8)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("instruction-time, switch on / off")
+    ax.set_title("Change per workload (below 1: the series is faster)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def plot(groups, workloads, arch, path):
@@ -140,8 +247,13 @@ def plot(groups, workloads, arch, path):
     ws = [w for w in workloads if any(k[0] == arch and k[1] == w.name for k in groups)]
     if not ws:
         return None
-    fig, axes = plt.subplots(1, len(ws), figsize=(3.2 * len(ws), 3.6), squeeze=False)
-    for ax, w in zip(axes[0], ws):
+    cols = min(3, len(ws))
+    nrows = -(-len(ws) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows),
+                             squeeze=False)
+    for ax in axes.flat[len(ws):]:
+        ax.set_visible(False)
+    for ax, w in zip(axes.flat, ws):
         labels, meds, lo, hi = [], [], [], []
         for fl, m in [("stock", "stock")] + [("patched", m) for m in w.modes]:
             vals = [instr_time(r) / 1e9 for r in groups.get((arch, w.name, fl, m), [])]
@@ -192,6 +304,7 @@ def _md_table_to_html(md):
 
 def write(outdir, runs, workloads, arches, in_series):
     groups = summarize(runs)
+    probes = summarize(runs, probe=True)
     md = ["# foliobatch bench", "",
           "Instruction-time: guest CLOCK_MONOTONIC under qemu -icount "
           "shift=0,sleep=off (1 ns per guest instruction), median of n runs, "
@@ -202,8 +315,15 @@ def write(outdir, runs, workloads, arches, in_series):
         md.append(f"- **{w.name}**: {w.what}; scale: {scale}")
     md.append("")
     pngs = []
+    summary = plot_summary(groups, workloads, arches, outdir / "summary.png")
+    if summary:
+        pngs.append(summary)
+        md.append(f"![change per workload]({summary.name})\n")
     for arch in arches:
         md.append(markdown(groups, workloads, arch, in_series))
+        mech = mechanism_table(probes, workloads, arch)
+        if mech:
+            md.append(mech)
         png = plot(groups, workloads, arch, outdir / f"{arch}.png")
         if png:
             pngs.append(png)

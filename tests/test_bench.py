@@ -88,3 +88,82 @@ def test_kprobe_counts_are_a_source_like_vmstat():
     rec = {"metrics": {}, "total_ns": 1, "kprobe": {"flushdirty": 7}}
     assert report._value(rec, "kprobe", "flushdirty") == 7
     assert report._value({"metrics": {}, "total_ns": 1}, "kprobe", "flushdirty") == 0
+
+
+def test_plan_arms_the_mechanism_kprobes_only_in_probe_runs():
+    w = bench.BY_NAME["mremap-64k"]
+    lines = bench.plan([w], 2, "patched", quick=True, arch_name="arm64").splitlines()
+    assert "lab_kprobe contpte_try_unfold __contpte_try_unfold" in lines
+    assert "lab_kprobe contpte_try_fold __contpte_try_fold" in lines
+    disarm, arm = lines.index("lab_kprobes_arm 0"), lines.index("lab_kprobes_arm 1")
+    runs = [(i, l.split()[2:4]) for i, l in enumerate(lines) if l.startswith("lab_bench")]
+    timed = [i for i, (_, r) in runs if r != str(bench.PROBE_REP)]
+    probed = [(i, m) for i, (m, r) in runs if r == str(bench.PROBE_REP)]
+    # kprobes are disarmed before every measured run and armed for the probes
+    assert all(disarm < i < arm for i in timed)
+    assert [m for _, m in probed] == ["off", "on"] and all(i > arm for i, _ in probed)
+    # x86 has no contpte: no kprobe and no probe run for this workload
+    x86 = bench.plan([w], 2, "patched", quick=True, arch_name="x86_64")
+    assert "lab_kprobe" not in x86 and str(bench.PROBE_REP) not in x86
+    # the extra boots of noisy measurements (rep0 > 0) run no probes again
+    later = bench.plan([w], 2, "patched", quick=True, rep0=2, arch_name="arm64")
+    assert "lab_kprobes_arm 1" not in later
+
+
+def probe(workload, mode, flavour="patched", arch="arm64", **kprobe):
+    r = rec(workload, mode, bench.PROBE_REP, 9999, flavour=flavour, arch=arch)
+    r.update(probe=True, kprobe=kprobe, vmstat={"pswpout": 620})
+    return r
+
+
+def test_probe_runs_are_kept_out_of_the_measurements():
+    runs = [rec("mremap-64k", "on", 0, 1000, arch="arm64"),
+            probe("mremap-64k", "on", contpte_try_unfold=3)]
+    assert [len(v) for v in report.summarize(runs).values()] == [1]
+    assert report.summarize(runs)[("arm64", "mremap-64k", "patched", "on")][0]["rep"] == 0
+    assert len(report.summarize(runs, probe=True)) == 1
+
+
+def test_mechanism_table_has_the_limit_column():
+    ws = [bench.BY_NAME["mremap-64k"], bench.BY_NAME["dirty-reclaim-1w"]]
+    runs = [probe("mremap-64k", "stock", "stock", contpte_try_unfold=16007),
+            probe("mremap-64k", "off", contpte_try_unfold=16007, contpte_try_fold=16013),
+            probe("mremap-64k", "on"),
+            probe("dirty-reclaim-1w", "off", flushdirty=600),
+            probe("dirty-reclaim-1w", "on", flushdirty=25)]
+    md = report.mechanism_table(report.summarize(runs, probe=True), ws, "arm64")
+    assert "| mremap-64k | contpte unfolds: __contpte_try_unfold() calls | 16,007 | " \
+        "16,007 | 0 | 0 |" in md
+    # one flush per 31 pages swapped out: 620 / 31 = 20
+    assert "| dirty-reclaim-1w | reclaim TLB flushes: try_to_unmap_flush_dirty() " \
+        "calls | - | 600 | 25 | 20 |" in md
+    # a kprobe the guest could not set leaves its row out
+    for r in runs:
+        r["kprobe_failed"] = ["__contpte_try_fold"]
+    md = report.mechanism_table(report.summarize(runs, probe=True), ws, "arm64")
+    assert "__contpte_try_fold" not in md and "__contpte_try_unfold" in md
+    assert report.mechanism_table(report.summarize(runs, probe=True), ws, "x86_64") \
+        .count("| mremap-64k") == 0
+
+
+def test_counters_an_arch_does_not_show_are_left_out_with_a_note():
+    w = bench.BY_NAME["pt-reclaim"]
+    runs = [rec("pt-reclaim", m, 0, 1000, flavour=f, arch="arm64", vmpte_after_kb=48)
+            for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
+    for r in runs:
+        r["irq"] = {"IPI1": 20}
+    md = report.markdown(report.summarize(runs), [w], "arm64", lambda s: True)
+    assert "IPI1 function call (arm64)" in md
+    assert "| pt-reclaim | TLB shootdowns (x86) |" not in md
+    assert "Counters left out on arm64" in md and "TLB shootdowns (x86)" in md
+
+
+def test_report_lays_out_a_grid_and_a_summary_chart(tmp_path):
+    ws = [bench.BY_NAME[n] for n in ("mremap-64k", "mremap-4k", "pt-reclaim", "bigheap")]
+    runs = [rec(w.name, m, i, 1000 - 300 * (m == "on"), flavour=f, arch="arm64")
+            for w in ws for i in range(2)
+            for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
+    report.write(tmp_path, runs, ws, ["arm64"], lambda s: True)
+    assert (tmp_path / "summary.png").stat().st_size > 0
+    assert report.ratios(report.summarize(runs), ws, "arm64")["mremap-64k"] == 0.7
+    assert "![change per workload](summary.png)" in (tmp_path / "report.md").read_text()
