@@ -83,7 +83,7 @@ def metric_rows(w):
              lambda st: "-" if not st else f"{st[0]:.1f}")]
     for label, source, key, *_ in w.metrics:
         rows.append((label, lambda r, s=source, k=key: _value(r, s, k), _fmt_num))
-    if w.name == "dirty-reclaim":
+    if w.name in ("dirty-reclaim", "dirty-reclaim-8cpu"):
         rows.append(("bogo ops per instruction-second",
                      lambda r: r["metrics"].get("bogo_ops", 0) / (instr_time(r) / 1e9),
                      lambda st: "-" if not st else f"{st[0]:.1f}"))

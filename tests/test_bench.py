@@ -167,3 +167,26 @@ def test_report_lays_out_a_grid_and_a_summary_chart(tmp_path):
     assert (tmp_path / "summary.png").stat().st_size > 0
     assert report.ratios(report.summarize(runs), ws, "arm64")["mremap-64k"] == 0.7
     assert "![change per workload](summary.png)" in (tmp_path / "report.md").read_text()
+
+
+def test_workloads_with_other_boot_arguments_get_boots_of_their_own():
+    ws = [bench.BY_NAME[n] for n in ("mremap-64k", "dirty-reclaim-8cpu", "pt-reclaim")]
+    groups = bench.boot_groups(ws)
+    assert [(extra, [w.name for w in g]) for extra, g in groups] == [
+        ({}, ["mremap-64k", "pt-reclaim"]), ({"cpus": 8}, ["dirty-reclaim-8cpu"])]
+
+
+def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
+    seen = {}
+
+    def boot(arch_name, kernel, plan, env, name, **kw):
+        seen.update(kw, name=name)
+        return run.Boot(tmp_path / "c", 0, True, False, 1.0, stamps=[])
+
+    monkeypatch.setattr(bench.run, "boot", boot)
+    monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
+    (tmp_path / "c").write_text("LAB-READY: 6.12.117-patched\n")
+    bench.boot_bench("x86_64", "patched", [bench.BY_NAME["dirty-reclaim-8cpu"]], 1, True,
+                     0, tmp_path, {})
+    assert seen["cpus"] == 8 and seen["icount"] and seen["name"] == \
+        "x86_64-bench-patched-cpus8-r0"
