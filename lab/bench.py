@@ -102,6 +102,17 @@ def _onoff(switch, **others):
 # TLB flushes before writeback are counted in the probe runs (DIRTY_FLUSH)
 DIRTY_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
                "lab_ramswap")
+# the workloads with several workers: every count follows the run's timing
+# (which folios the thrashing workers get reclaimed): shown, not compared
+# with stock
+DIRTY_METRICS = [
+    ("TLB shootdowns (x86)", "irq", "TLB", False),
+    ("function-call IPIs (x86)", "irq", "CAL", False),
+    ("IPI1 function call (arm64)", "irq", "IPI1", False),
+    ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
+    ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
+    ("pswpout", "vmstat", "pswpout", False),
+    ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns", False)]
 MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
 # the mremap() calls alone, timed around each call in the guest program
 MREMAP_CALLS = ("mremap() calls alone (ns, instruction-time)", "metrics", "mremap_ns")
@@ -177,16 +188,7 @@ WORKLOADS = [
              "2 workers, 512 MB, memory.high 128 MB, 400 ops each",
              "2 workers, 256 MB, memory.high 64 MB, 100 ops each",
              "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
-             # every count here follows the run's timing (which folios two
-             # thrashing workers get reclaimed): shown, not compared with stock
-             [("TLB shootdowns (x86)", "irq", "TLB", False),
-              ("function-call IPIs (x86)", "irq", "CAL", False),
-              ("IPI1 function call (arm64)", "irq", "IPI1", False),
-              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
-              ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
-              ("pswpout", "vmstat", "pswpout", False),
-              ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
-               False)],
+             DIRTY_METRICS,
              [DIRTY_FLUSH]),
     Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
              "exactly, so the measured phase is the worker's CPU time "
@@ -213,13 +215,7 @@ WORKLOADS = [
              "8 workers, 256 MB, memory.high 64 MB, 25 ops each",
              "16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
              "-57.4%",
-             [("TLB shootdowns (x86)", "irq", "TLB", False),
-              ("function-call IPIs (x86)", "irq", "CAL", False),
-              ("IPI1 function call (arm64)", "irq", "IPI1", False),
-              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
-              ("pswpout", "vmstat", "pswpout", False),
-              ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
-               False)],
+             DIRTY_METRICS,
              [DIRTY_FLUSH], boot={"cpus": 8}),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
