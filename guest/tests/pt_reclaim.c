@@ -56,6 +56,9 @@
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP	4
 #endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE		25	/* uapi/asm-generic/mman-common.h, 6.1 */
+#endif
 
 /* Pattern tags; 0 stands for zero-filled memory. */
 #define TAG_ANON	0x11
@@ -1279,5 +1282,119 @@ TEST_F_TIMEOUT(pt, race, 120)
 	munmap(race.map, RACE_LEN);
 }
 #pragma GCC diagnostic pop
+
+/*
+ * collapse_race: khugepaged's collapse of a file range against the reclaim
+ * of its page tables.  A 2 MB shmem range (a memfd, MADV_HUGEPAGE, shmem
+ * THP on "advise") is mapped twice.  The main thread splits its folio by
+ * punching one page, rewrites that page and collapses the range with
+ * MADV_COLLAPSE, which runs collapse_file() (retract_page_tables() on the
+ * other mapping) and collapse_pte_mapped_thp() on this one; a second thread
+ * keeps reading 32 pages of both mappings and DONTNEEDing them whole, which
+ * frees their PTE pages with pt_reclaim on, at any step of the collapse.
+ */
+#define COLLAPSE_SECONDS	6
+#define SHMEM_ENABLED	"/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+
+static struct {
+	char *map[2];
+	int stop;
+	unsigned long dontneeds;
+} cr;
+
+static void *cr_zapper(void *arg)
+{
+	unsigned int seed = 2;
+	uint64_t sum = 0;
+
+	while (!__atomic_load_n(&cr.stop, __ATOMIC_ACQUIRE)) {
+		char *m = cr.map[rand_r(&seed) & 1];
+		size_t pg = rand_r(&seed) % PMD_PAGES;
+		int i;
+
+		for (i = 0; i < 32; i++, pg = (pg + 97) % PMD_PAGES)
+			sum += *(volatile uint64_t *)(m + pg * PSZ);
+		madvise(m, PMD_SZ, MADV_DONTNEED);
+		cr.dontneeds++;
+	}
+	return (void *)(uintptr_t)(sum & 1);
+}
+
+/*
+ * Proves that a collapse racing the reclaim of the page tables it works on
+ * neither warns (the console is judged), nor fails other than with the
+ * retryable errors, nor loses data: after every collapse all 512 pages of
+ * the range read back their own pattern through both mappings.
+ */
+TEST_F_TIMEOUT(pt, collapse_race, 120)
+{
+	struct lab_knob shmem = { 0 };
+	unsigned long collapsed = 0, tries = 0;
+	struct timespec t0, t;
+	pthread_t zapper;
+	size_t pg, bad = PMD_PAGES;
+	char *res;
+	int fd, i, err = 0;
+
+	if (!lab_path_exists(SHMEM_ENABLED))
+		SKIP(return, "no shmem THP (%s)", SHMEM_ENABLED);
+	ASSERT_EQ(0, lab_knob_save(&shmem, SHMEM_ENABLED));
+	ASSERT_EQ(0, lab_write_file(SHMEM_ENABLED, "advise"));
+	fd = memfd_create("lab-collapse", 0);
+	ASSERT_LE(0, fd) TH_LOG("memfd_create: %s", strerror(errno));
+	ASSERT_EQ(0, ftruncate(fd, PMD_SZ));
+	for (i = 0; i < 2; i++) {
+		res = map_aligned(PMD_SZ, PROT_NONE, MAP_PRIVATE);
+		ASSERT_NE(MAP_FAILED, res);
+		cr.map[i] = mmap(res, PMD_SZ, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_FIXED, fd, 0);
+		ASSERT_EQ(res, cr.map[i]) TH_LOG("mmap: %s", strerror(errno));
+		ASSERT_EQ(0, madvise(cr.map[i], PMD_SZ, MADV_HUGEPAGE));
+	}
+	fill(cr.map[0], 0, PMD_PAGES, TAG_SHMEM);
+	if (madvise(cr.map[0], PMD_SZ, MADV_COLLAPSE) && errno == EINVAL)
+		SKIP(goto out, "MADV_COLLAPSE of shmem: %s", strerror(errno));
+
+	cr.stop = 0;
+	cr.dontneeds = 0;
+	ASSERT_EQ(0, pthread_create(&zapper, NULL, cr_zapper, NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		pg = tries % PMD_PAGES;
+		tries++;
+		/* split the THP, if there is one, and refault small pages */
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      pg * PSZ, PSZ)) {
+			err = errno;
+			break;
+		}
+		fill(cr.map[0], pg, 1, TAG_SHMEM);
+		if (!madvise(cr.map[0], PMD_SZ, MADV_COLLAPSE))
+			collapsed++;
+		else if (errno != EAGAIN && errno != EBUSY && errno != ENOMEM) {
+			err = errno;
+			break;
+		}
+		for (pg = 0; pg < PMD_PAGES && bad == PMD_PAGES; pg++)
+			if (*(volatile uint64_t *)(cr.map[pg & 1] + pg * PSZ + 8) !=
+			    pat(TAG_SHMEM, pg, 1))
+				bad = pg;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (bad == PMD_PAGES && t.tv_sec - t0.tv_sec < COLLAPSE_SECONDS);
+	__atomic_store_n(&cr.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(zapper, NULL);
+
+	ksft_print_msg("%lu collapses of %lu tries, %lu DONTNEEDs\n",
+		       collapsed, tries, cr.dontneeds);
+	EXPECT_EQ(0, err) TH_LOG("fallocate or MADV_COLLAPSE: %s", strerror(err));
+	EXPECT_EQ(PMD_PAGES, bad) TH_LOG("page %zu lost its data", bad);
+	EXPECT_LT(0UL, collapsed) TH_LOG("no collapse succeeded");
+	EXPECT_LT(0UL, cr.dontneeds) TH_LOG("the zapper never ran");
+out:
+	munmap(cr.map[0], PMD_SZ);
+	munmap(cr.map[1], PMD_SZ);
+	close(fd);
+	EXPECT_EQ(0, lab_knob_restore(&shmem));
+}
 
 TEST_HARNESS_MAIN
