@@ -167,19 +167,25 @@ def mechanism_table(probes, workloads, arch):
             runs = {fl_mode: probes.get((arch, w.name) + fl_mode, [])
                     for fl_mode in (("stock", "stock"), ("patched", "off"),
                                     ("patched", "on"))}
-            if not any(runs.values()):
-                continue
-            if any(m.function in r.get("kprobe_failed", ())
-                   for rs in runs.values() for r in rs):
+            # a kernel without the function (stock has no batched helper)
+            # could not set the kprobe: n/a there, the row goes when no
+            # kernel had it
+            failed = {k for k, rs in runs.items()
+                      if any(m.function in r.get("kprobe_failed", ()) for r in rs)}
+            if not any(rs for k, rs in runs.items() if k not in failed):
                 continue
 
-            def calls(rs, ev=m.event):
+            def calls(key, ev=m.event):
+                rs = runs[key]
+                if key in failed:
+                    return "n/a"
                 return f"{rs[0].get('kprobe', {}).get(ev, 0):,}" if rs else "-"
 
             on = runs[("patched", "on")]
             limit = f"{m.limit(on[0]):,}" if m.limit and on else "-"
-            rows.append(f"| {w.name} | {m.label} | {calls(runs[('stock', 'stock')])} | "
-                        f"{calls(runs[('patched', 'off')])} | {calls(on)} | {limit} |")
+            rows.append(f"| {w.name} | {m.label} | {calls(('stock', 'stock'))} | "
+                        f"{calls(('patched', 'off'))} | {calls(('patched', 'on'))} | "
+                        f"{limit} |")
     if not rows:
         return ""
     return "\n".join([
