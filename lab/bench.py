@@ -447,3 +447,21 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta):
                                    outdir, meta)
         done += more
     return runs
+
+
+def report_dir(outdir):
+    """'lab report DIR': the report of a bench directory's runs.json again
+    (with this lab's report code), e.g. of runs copied back from another
+    machine."""
+    f = outdir / "runs.json"
+    if not f.exists():
+        raise LabError(f"{f} not found: a bench directory holds runs.json")
+    runs = json.loads(f.read_text())
+    names = {r["workload"] for r in runs}
+    unknown = sorted(names - set(BY_NAME))
+    if unknown:
+        raise LabError(f"{f} has runs of workloads this lab does not know: "
+                       f"{', '.join(unknown)}")
+    chosen = [w for w in WORKLOADS if w.name in names]
+    arches = [a for a in config.ARCHES if any(r["arch"] == a for r in runs)]
+    return report.write(outdir, runs, chosen, arches, in_series)

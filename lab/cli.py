@@ -8,6 +8,7 @@
   lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
+  lab report DIR              the report of a bench directory again
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
@@ -141,6 +142,14 @@ def cmd_bench(args):
                       repeats=args.repeats, min_repeats=args.min_repeats)
 
 
+def cmd_report(args):
+    from pathlib import Path
+
+    from . import bench
+    bench.report_dir(Path(args.dir))
+    return 0
+
+
 def cmd_profile(args):
     from . import profile
     return profile.main(_arches(args), args.workload, modes=args.mode or ["off"],
@@ -260,6 +269,11 @@ def parser():
     sp.add_argument("--min-repeats", type=int,
                     help="repeats every measurement gets, however small its spread")
     sp.set_defaults(fn=cmd_bench)
+
+    sp = sub.add_parser("report", help="make the report of a bench directory "
+                        "(runs.json) again")
+    sp.add_argument("dir", help="work/results/bench-<time>, or a copy of one")
+    sp.set_defaults(fn=cmd_report)
 
     sp = sub.add_parser("profile", help="instructions per kernel function of one "
                         "bench workload, stock vs patched (QEMU plugin)")

@@ -194,3 +194,16 @@ def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
                      0, tmp_path, {})
     assert seen["cpus"] == 8 and seen["icount"] and seen["name"] == \
         "x86_64-bench-patched-cpus8-r0"
+
+
+def test_lab_report_remakes_a_report_from_runs_json(tmp_path):
+    from lab import cli
+    runs = [rec("mremap-4k", m, 0, 1000, flavour=f)
+            for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
+    (tmp_path / "runs.json").write_text(json.dumps(runs))
+    assert cli.main(["report", str(tmp_path)]) == 0
+    assert "| mremap-4k | instruction-time |" in (tmp_path / "report.md").read_text()
+    runs[0]["workload"] = "no-such-workload"
+    (tmp_path / "runs.json").write_text(json.dumps(runs))
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert cli.main(["report", str(tmp_path / "missing")]) == 2
