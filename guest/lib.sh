@@ -28,8 +28,11 @@ lab_run() {
 	shift 2
 	LAB_N=$((LAB_N + 1))
 	echo "# lab: start $name: $*"
+	t0=$(cut -d' ' -f1 /proc/uptime)
 	timeout "$limit" "$@" 2>&1 | lab_indent
 	rc=$?
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	case $rc in
 	0) echo "ok $LAB_N $name" ;;
 	4) echo "ok $LAB_N $name # SKIP exit 4" ;;

@@ -14,6 +14,7 @@ TOP_RE = re.compile(r"^(not ok|ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 SUB_RE = re.compile(r"^    (not ok|ok) (\d+) (.*?)(?:\s+#\s*(SKIP|TODO|XFAIL)\b(.*))?$",
                     re.IGNORECASE)
 START_RE = re.compile(r"^# lab: start ([^:\s]+):")
+TOOK_RE = re.compile(r"^# lab: (\S+) took (\d+(?:\.\d+)?) s$")
 
 # Kernel reports that fail a boot.  Only lines printed by the kernel (with a
 # printk timestamp) count, so a program that prints "WARNING" does not.
@@ -109,3 +110,14 @@ def kernel_reports(text):
         if any(p.search(msg) for p in REPORTS):
             found.append(line.strip())
     return found
+
+
+def durations(text):
+    """{program: guest seconds} from the '# lab: NAME took S s' lines that
+    lab_run prints (a program run twice adds up)."""
+    took = Counter()
+    for line in text.splitlines():
+        m = TOOK_RE.match(line)
+        if m:
+            took[m.group(1)] += float(m.group(2))
+    return dict(took)

@@ -25,6 +25,10 @@ def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
     b = run.boot(arch_name, kernel, plan, env, name, append=append, cpus=cpus,
                  mem_mb=mem_mb, timeout=timeout, echo=echo_progress(name), cpu=cpu)
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
+    took = sorted(results.durations(b.text()).items(), key=lambda kv: -kv[1])
+    if took:
+        say(f"{name}: longest programs (guest s): " +
+            ", ".join(f"{n} {t:.0f}" for n, t in took[:6]))
     return b
 
 

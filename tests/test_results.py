@@ -72,3 +72,13 @@ def test_kernel_reports_only_from_kernel_lines():
     found = results.kernel_reports(text)
     assert len(found) == 4
     assert "ignoring unknown switch" not in " ".join(found)
+
+
+def test_durations_of_the_programs_a_plan_ran():
+    text = "\n".join(["# lab: start cow: /lab/selftests/mm/cow",
+                      "    # lab: inner took 9.0 s",    # a program's own output
+                      "# lab: cow took 12.5 s", "ok 1 cow",
+                      "# lab: start cow: /lab/selftests/mm/cow",
+                      "# lab: cow took 1.5 s", "ok 2 cow",
+                      "# lab: split_huge_page_test took 120.0 s"])
+    assert results.durations(text) == {"cow": 14.0, "split_huge_page_test": 120.0}
