@@ -4,7 +4,8 @@ A CI run on a developer's machine sees every package that was ever
 installed by hand; a missing entry in lab/deps.py then shows only on the
 next new machine.  This makes a minimal Debian 12 root with mmdebstrap
 (variant minbase: the Essential packages and apt, nothing else; the
-tarball is cached in WORK/dl), binds /proc, /sys and /dev into it, clones
+tarball is cached in WORK/dl), copies this machine's own CA certificates
+into it (machine_cas()), binds /proc, /sys and /dev into it, clones
 the repository's committed HEAD into it and runs '.ci/run' there with
 CI=true, as root, with a HOME of its own, so ccache starts empty.
 
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 from . import config
 from .util import LabError, Timer, run, say
@@ -47,6 +49,23 @@ def tarball():
         + SOURCES)
     part.rename(tar)
     return tar
+
+
+# Certificate authorities that this machine adds to Debian's (a proxy's CA,
+# say): a new machine of the same kind has them too, and without them its
+# TLS clients (pip) cannot reach the package registries.  They are the
+# machine's set-up, not the project's: copied as they are, and Debian's
+# ca-certificates, which lab deps installs, adds them to the bundle.
+LOCAL_CAS = Path("/usr/local/share/ca-certificates")
+
+
+def machine_cas(root):
+    """Copy the machine's own CA certificates into a fresh root."""
+    dest = root / LOCAL_CAS.relative_to("/")
+    dest.mkdir(parents=True, exist_ok=True)
+    for crt in sorted(LOCAL_CAS.glob("*.crt")) if LOCAL_CAS.is_dir() else []:
+        shutil.copy(crt, dest / crt.name)
+        say(f"machine CA certificate {crt.name} copied into the fresh root")
 
 
 def _mounts(root):
@@ -89,6 +108,7 @@ def main(command="bash .ci/run"):
     root.mkdir(parents=True)
     run(["tar", "-xf", str(tar), "-C", str(root)])
     shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
+    machine_cas(root)
     run(["git", "clone", "-q", str(config.REPO), str(root / CHECKOUT.lstrip("/"))])
     log = config.log_dir() / "fresh.log"
     mounted = []

@@ -53,3 +53,16 @@ def test_imported_sees_relative_imports():
 def test_harden_and_testcmd_do_not_import_each_other():
     assert "testcmd" not in imported("harden")
     assert "harden" not in imported("testcmd")
+
+
+def test_fresh_copies_the_machines_ca_certificates(tmp_path, monkeypatch):
+    from lab import fresh
+    cas = tmp_path / "cas"
+    cas.mkdir()
+    (cas / "proxy.crt").write_text("cert\n")
+    (cas / "notes.txt").write_text("not a certificate\n")
+    monkeypatch.setattr(fresh, "LOCAL_CAS", cas)
+    root = tmp_path / "root"
+    fresh.machine_cas(root)
+    dest = root / cas.relative_to("/")
+    assert [p.name for p in dest.iterdir()] == ["proxy.crt"]
