@@ -14,6 +14,8 @@
                               instructions per kernel function, stock vs patched
   lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
   lab export --debian DIR     the series as a quilt queue for Debian's linux package
+  lab lava -a ARCH -f FLAVOUR --url URL --out DIR
+                              LAVA jobs (qemu, and a Raspberry Pi 4) for the test plan
   lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--list]
                               build the series in more configs and arches
 """
@@ -179,6 +181,16 @@ def cmd_export(args):
     return 0
 
 
+def cmd_lava(args):
+    from pathlib import Path
+
+    from . import lava
+    a = args.arch[0] if args.arch else "x86_64"
+    f = args.flavour[0] if args.flavour else "patched"
+    lava.write(a, f, args.url, Path(args.out).resolve(), args.dtb_url)
+    return 0
+
+
 def cmd_check(args):
     from . import check
     if args.list:
@@ -314,6 +326,16 @@ def parser():
                     help="write DIR/debian/patches/features/all/foliobatch/*.patch, "
                     "DIR/series-lines and DIR/config-lines")
     sp.set_defaults(fn=cmd_export)
+
+    sp = sub.add_parser("lava", help="LAVA job definitions that run the test plan "
+                        "on LAVA's qemu device type (and arm64 on a Raspberry Pi 4)")
+    common(sp)
+    sp.add_argument("--url", required=True,
+                    help="where LAVA fetches the files from (http://... or file://DIR)")
+    sp.add_argument("--out", required=True, help="directory for the files and jobs")
+    sp.add_argument("--dtb-url", help="the board's device tree (default URL/"
+                    "bcm2711-rpi-4-b.dtb)")
+    sp.set_defaults(fn=cmd_lava)
 
     sp = sub.add_parser("check", help="build the series in more configs and arches "
                         "(Debian, defconfig, lab config variants); new warnings")

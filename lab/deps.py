@@ -67,6 +67,8 @@ PACKAGES = [
     "python3-matplotlib", "python3-pytest", "python3-ply", "python3-git", "ca-certificates",
     # pip, for the PyPI packages of PYPI_REQUIREMENTS
     "python3-pip",
+    # lab lava: LAVA's job schema (and python3-yaml with it)
+    "lava-common",
 ]
 # PyPI packages that Debian 12 does not have, pinned with everything they
 # need, installed with pip --no-deps into PYLIB (not into the system's

@@ -1,0 +1,49 @@
+"""Host unit tests of 'lab lava': the jobs are valid for LAVA's own job
+schema (Debian's lava-common) and read the plan's KTAP lines."""
+
+import re
+
+import pytest
+
+from lab import lava
+from lab.util import LabError
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_qemu_job_is_valid_lava(arch):
+    job = lava.qemu_job(arch, "patched", "http://lab/k", "http://lab/i.cpio",
+                        {"xfs": "http://lab/xfs.img", "swap": "http://lab/swap.img"})
+    lava.validate(job)
+    images = job["actions"][0]["deploy"]["images"]
+    assert "serial=labxfs" in images["xfs"]["image_arg"]
+    assert "{swap}" in images["swap"]["image_arg"]
+    assert job["context"]["arch"] == {"x86_64": "amd64", "arm64": "arm64"}[arch]
+    kernel = job["actions"][0]["deploy"]["images"]["kernel"]
+    assert "console=" in kernel["image_arg"] and kernel["url"] == "http://lab/k"
+
+
+def test_board_job_is_valid_lava():
+    job = lava.board_job("patched", "http://lab/Image", "http://lab/i.cpio",
+                         "http://lab/b.dtb")
+    lava.validate(job)
+    assert job["device_type"] == lava.BOARD
+    assert job["actions"][1]["boot"]["method"] == "u-boot"
+
+
+def test_an_invalid_job_is_refused():
+    job = lava.qemu_job("x86_64", "stock", "http://lab/k", "http://lab/i.cpio")
+    del job["actions"][0]["deploy"]["images"]["kernel"]["url"]
+    with pytest.raises(LabError, match="not valid"):
+        lava.validate(job)
+
+
+def test_the_monitor_reads_the_plans_ktap_lines():
+    job = lava.qemu_job("arm64", "patched", "http://lab/k", "http://lab/i.cpio")
+    mon = job["actions"][2]["test"]["monitors"][0]
+    pat = re.compile(mon["pattern"])
+    m = pat.search("not ok 3 reclaim_batch # exit 1")
+    assert m and m["result"] == "not ok" and m["test_case_id"] == "reclaim_batch"
+    assert mon["fixupdict"][pat.search("ok 1 sanity")["result"]] == "pass"
+    # the boot ends before the plan starts, so that the monitor sees it
+    assert job["actions"][1]["boot"]["prompts"] == [lava.BANNER]
+    assert (mon["start"], mon["end"]) == ("LAB-READY", "LAB-EXIT")
