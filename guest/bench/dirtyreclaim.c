@@ -66,7 +66,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	snprintf(w, sizeof(w), "%ld", workers);
-	snprintf(bytes, sizeof(bytes), "%ldM", total / workers);
+	/* stress-ng shares --vm-bytes among its vm workers */
+	snprintf(bytes, sizeof(bytes), "%ldM", total);
 	snprintf(o, sizeof(o), "%ld", ops);
 	snprintf(limit, sizeof(limit), "%ldM", total / 4);
 	if (lab_cg_enable_memory() || lab_cg_create(CG) ||
