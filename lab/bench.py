@@ -23,7 +23,7 @@ from .util import LabError, Timer, say, warn
 @dataclass
 class Mechanism:
     """A kernel function whose calls show what a series changes, counted
-    with a kprobe event (lab_kprobe) around each measured run.
+    with a kprobe event (lab_kprobe) in the probe runs (PROBE_REP) only.
 
     limit(run) is what a perfect batch would reach with the switch on
     (None: no such figure); arches are the arches that have the function."""
@@ -81,7 +81,7 @@ class Workload:
     # (label, source, key[, compare]): source is metrics, vmstat, irq or mthp;
     # compare=False keeps a counter out of the switch-off-equals-stock check
     metrics: list = field(default_factory=list)
-    # kernel functions counted around each run (the report's mechanism table)
+    # kernel functions counted in the probe runs (the mechanism table)
     mechanisms: list = field(default_factory=list)
     # the seed's time with everything on against off, per arch, for the
     # summary chart (None where the seed gives no time figure)
@@ -212,8 +212,8 @@ WORKLOADS = [
              "vCPU: under -icount the vCPUs take turns on one host thread, so every "
              "remote CPU's flush and IPI handler is counted in instruction-time",
              _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             # stress-ng shares --vm-ops among the workers: 25 ops for 8
-             # workers of 32 MB faulted 70 MB in all and swapped nothing
+             # stress-ng shares --vm-ops (and --vm-bytes) among its
+             # workers: 25 ops for 8 workers faulted 70 MB and swapped nothing
              ["/lab/bench/dirtyreclaim", "8", "512", "800"],
              ["/lab/bench/dirtyreclaim", "8", "256", "200"],
              "8 workers, 512 MB, memory.high 128 MB, 800 ops",
