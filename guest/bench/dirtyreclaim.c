@@ -13,6 +13,9 @@
  *
  *   dirtyreclaim [WORKERS] [TOTAL_MB] [OPS] [cpu]  (default 2, 256 MB, 200)
  *
+ * stress-ng shares TOTAL_MB (--vm-bytes) and OPS (--vm-ops) among its
+ * workers.
+ *
  * Prints METRIC elapsed_ns (stress-ng's whole run), cpu_ns (user and system
  * time of stress-ng and its workers, which under icount is instructions
  * executed, reclaim in their context included, throttling sleeps not),
@@ -94,7 +97,8 @@ int main(int argc, char **argv)
 	printf("METRIC time_ns %lld\n", cpu_time ? cpu : t1 - t0);
 	printf("METRIC elapsed_ns %lld\n", t1 - t0);
 	printf("METRIC cpu_ns %lld\n", cpu);
-	printf("METRIC bogo_ops %ld\n", ops * workers);
+	/* stress-ng's --vm-ops is the total of all its workers */
+	printf("METRIC bogo_ops %ld\n", ops);
 	printf("METRIC limit_kb %ld\n", total / 4 * 1024);
 	kills = oom_kills();
 	printf("METRIC oom_kills %ld\n", kills);
