@@ -154,3 +154,29 @@ def test_a_failed_stock_boot_is_not_stored(inputs, tmp_path, monkeypatch):
     testcmd.stock_boot("x86_64", "default", PLAN)
     testcmd.stock_boot("x86_64", "default", PLAN)
     assert len(boots) == 2
+
+
+def test_the_stock_key_holds_the_test_boots_accelerator(inputs, tmp_path, monkeypatch):
+    """Stock and patched test boots run with the same TCG threading, and a
+    stored stock boot made with another one is not reused."""
+    monkeypatch.setattr(config, "WORK", tmp_path / "work")
+    monkeypatch.setattr(testcmd.build, "image_path", lambda a, v, f: inputs["kernel"])
+    monkeypatch.setattr(testcmd.image, "base_path", lambda a: inputs["image"])
+    monkeypatch.setattr(testcmd.run, "qemu_version", lambda a: "QEMU 7.2")
+    monkeypatch.setattr(testcmd.run, "qemu_cmd", lambda *a, **kw: ["qemu", kw["accel"]])
+    boots = []
+    monkeypatch.setattr(testcmd, "boot_and_parse", lambda *a, **kw: (
+        boots.append(kw) or fake_boot(tmp_path, name=f"{len(boots)}")))
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    assert boots[0]["accel"] == testcmd.TEST_ACCEL == "tcg,thread=single"
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    assert len(boots) == 1
+    monkeypatch.setitem(testcmd.TEST_BOOT, "accel", "tcg")
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    assert len(boots) == 2 and boots[1]["accel"] == "tcg"
+
+
+def test_qemu_cmd_passes_the_accelerator_as_given():
+    cmd = run.qemu_cmd("x86_64", "K", "I", mem_mb=64, cpus=2, append="",
+                       accel="tcg,thread=single")
+    assert cmd[cmd.index("-accel") + 1] == "tcg,thread=single"
