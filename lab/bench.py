@@ -455,11 +455,16 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta):
 def report_dir(outdir):
     """'lab report DIR': the report of a bench directory's runs.json again
     (with this lab's report code), e.g. of runs copied back from another
-    machine."""
+    machine, or of the directory run-here.sh wrote (here.collect())."""
     f = outdir / "runs.json"
-    if not f.exists():
-        raise LabError(f"{f} not found: a bench directory holds runs.json")
-    runs = json.loads(f.read_text())
+    if (outdir / "bench.log").exists() and (outdir / "host.txt").exists():
+        from . import here
+        runs = here.collect(outdir)      # run-here.sh's output; writes runs.json
+    elif not f.exists():
+        raise LabError(f"{f} not found: a bench directory holds runs.json, and "
+                       "run-here.sh's holds bench.log and host.txt")
+    else:
+        runs = json.loads(f.read_text())
     names = {r["workload"] for r in runs}
     unknown = sorted(names - set(BY_NAME))
     if unknown:

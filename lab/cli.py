@@ -8,7 +8,11 @@
   lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
-  lab report DIR              the report of a bench directory again
+  lab bench --bundle DIR -a ARCH [-w WORKLOAD] [--quick] [--repeats N]
+                              the workloads and run-here.sh, for a machine
+                              booted with a foliobatch kernel
+  lab report DIR              the report of a bench directory again, or of
+                              a directory run-here.sh wrote
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
@@ -140,6 +144,16 @@ def cmd_test(args):
 
 def cmd_bench(args):
     from . import bench
+    if args.bundle:
+        from pathlib import Path
+
+        from . import here
+        arches = _arches(args)
+        if len(arches) != 1:
+            raise LabError("--bundle needs one arch (-a x86_64 or -a arm64)")
+        here.bundle(Path(args.bundle), arches[0], args.workload, quick=args.quick,
+                    reps=args.repeats or 3)
+        return 0
     return bench.main(_arches(args), workloads=args.workload, quick=args.quick,
                       repeats=args.repeats, min_repeats=args.min_repeats)
 
@@ -280,11 +294,16 @@ def parser():
     sp.add_argument("--repeats", type=int, help="maximum repeats per measurement")
     sp.add_argument("--min-repeats", type=int,
                     help="repeats every measurement gets, however small its spread")
+    sp.add_argument("--bundle", metavar="DIR",
+                    help="write the workload programs, their plan (--repeats of "
+                    "each mode, default 3) and run-here.sh into DIR, to run on a "
+                    "machine booted with a foliobatch kernel; no boot here")
     sp.set_defaults(fn=cmd_bench)
 
     sp = sub.add_parser("report", help="make the report of a bench directory "
-                        "(runs.json) again")
-    sp.add_argument("dir", help="work/results/bench-<time>, or a copy of one")
+                        "(runs.json) again, or of run-here.sh's output")
+    sp.add_argument("dir", help="work/results/bench-<time> or a copy of one, or "
+                    "the directory run-here.sh wrote (bench.log, host.txt)")
     sp.set_defaults(fn=cmd_report)
 
     sp = sub.add_parser("profile", help="instructions per kernel function of one "

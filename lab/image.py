@@ -1,8 +1,8 @@
 """Image: the guest initramfs of one arch.
 
-Contents: busybox (Debian's busybox-static for the arch), /init and
-/lab/lib.sh from guest/, the project's test and benchmark programs
-(guest/Makefile, static), /lab/harden.sh, the upstream
+Contents: busybox (Debian's busybox-static for the arch), /init,
+/lab/lib.sh and /lab/run-here.sh from guest/, the project's test and
+benchmark programs (guest/Makefile, static), /lab/harden.sh, the upstream
 tools/testing/selftests/mm programs the suites run (built from the pinned
 source for the arch, static), and stress-ng and trinity with their shared
 libraries (Debian packages for the arch).
@@ -265,6 +265,7 @@ def build(arch_name):
     cl.file("/init", config.GUEST / "init")
     cl.file("/lab/lib.sh", config.GUEST / "lib.sh", 0o644)
     cl.file("/lab/harden.sh", config.GUEST / "harden.sh")
+    cl.file("/lab/run-here.sh", config.GUEST / "run-here.sh")
     cl.tree("/lab", guest)
     for t in selftests_for(arch_name):
         cl.file(f"/lab/selftests/mm/{t}", selftests / t)

@@ -8,6 +8,11 @@ from .util import say
 
 OFF_VS_STOCK_TOLERANCE = 0.02   # instruction-time, relative
 
+# What the measured time is called: instruction-time for the lab's guests
+# (-icount), "time" for runs of run-here.sh on a machine of its own (runs
+# with clock "native"; lab/here.py).  write() sets it for one report.
+TIME = "instruction-time"
+
 
 def instr_time(rec):
     """The measured phase's instruction-time in ns (the workload's own
@@ -78,13 +83,14 @@ def _change(a, b):
 
 
 def metric_rows(w):
-    rows = [("instruction-time", lambda r: instr_time(r), _fmt_time),
-            ("TCG wall time (s)", lambda r: r.get("wall_s") or 0,
-             lambda st: "-" if not st else f"{st[0]:.1f}")]
+    rows = [(TIME, lambda r: instr_time(r), _fmt_time)]
+    if TIME == "instruction-time":
+        rows.append(("TCG wall time (s)", lambda r: r.get("wall_s") or 0,
+                     lambda st: "-" if not st else f"{st[0]:.1f}"))
     for label, source, key, *_ in w.metrics:
         rows.append((label, lambda r, s=source, k=key: _value(r, s, k), _fmt_num))
     if w.name in ("dirty-reclaim", "dirty-reclaim-8cpu"):
-        rows.append(("bogo ops per instruction-second",
+        rows.append((f"bogo ops per {TIME.replace('time', 'second')}",
                      lambda r: r["metrics"].get("bogo_ops", 0) / (instr_time(r) / 1e9),
                      lambda st: "-" if not st else f"{st[0]:.1f}"))
     return rows
@@ -108,7 +114,7 @@ def off_vs_stock(groups, arch, w):
         if abs(a - b) > 0.01 * max(abs(b), 1):
             diffs.append(f"{label} {a:,.0f} vs {b:,.0f}")
     noise = max(_stats([instr_time(r) for r in off])[1], _stats([instr_time(r) for r in stock])[1])
-    text = f"instruction-time {dt * 100:+.2f}%" + ("; " + "; ".join(diffs) if diffs else
+    text = f"{TIME} {dt * 100:+.2f}%" + ("; " + "; ".join(diffs) if diffs else
                                                   "; counters equal")
     if noise > OFF_VS_STOCK_TOLERANCE:
         # The runs themselves vary more than the tolerance: no verdict.
@@ -138,7 +144,7 @@ def markdown(groups, workloads, arch, in_series):
             stock, off = st("stock", "stock"), st("patched", "off")
             for mode in [m for m in w.modes if m != "off"]:
                 on = st("patched", mode)
-                seed = w.seed if label == "instruction-time" and mode == "on" else ""
+                seed = w.seed if label == TIME and mode == "on" else ""
                 out.append(f"| {name} | {label} | {fmt(stock)} | {fmt(off)} | {mode} | "
                            f"{fmt(on)} | {_change(off, on)} | {seed} |")
         text, ok = off_vs_stock(groups, arch, w)
@@ -148,7 +154,9 @@ def markdown(groups, workloads, arch, in_series):
         out += ["", f"Counters left out on {arch}: no run of the workload shows "
                 "them (the arch has no such counter, or it never moved): "
                 + "; ".join(absent) + "."]
-    out += ["", f"Switch off against stock ({arch}; OK = instruction-time within "
+    if TIME == "time":      # run-here.sh: one foliobatch kernel, no stock runs
+        return "\n".join(out) + "\n"
+    out += ["", f"Switch off against stock ({arch}; OK = {TIME} within "
             f"{OFF_VS_STOCK_TOLERANCE:.0%} and counters equal; INCONCLUSIVE = the "
             "runs themselves vary by more than that):", "",
             "| workload | check | detail |", "|---|---|---|"] + checks
@@ -236,7 +244,7 @@ def plot_summary(groups, workloads, arches, path):
     ax.axhline(1.0, color="#999999", linewidth=0.8)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("instruction-time, switch on / off")
+    ax.set_ylabel(f"{TIME}, switch on / off")
     ax.set_title("Change per workload (below 1: the series is faster)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -274,8 +282,8 @@ def plot(groups, workloads, arch, path):
                color=["#999999"] + ["#4477aa"] * (len(labels) - 1))
         ax.set_title(w.name, fontsize=9)
         ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-        ax.set_ylabel("instruction-time (s)", fontsize=8)
-    fig.suptitle(f"{arch}: median instruction-time, min-max bars")
+        ax.set_ylabel(f"{TIME} (s)", fontsize=8)
+    fig.suptitle(f"{arch}: median {TIME}, min-max bars")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -309,13 +317,26 @@ def _md_table_to_html(md):
 
 
 def write(outdir, runs, workloads, arches, in_series):
+    global TIME
+    native = bool(runs) and all(r.get("clock") == "native" for r in runs)
+    TIME = "time" if native else "instruction-time"
     groups = summarize(runs)
     probes = summarize(runs, probe=True)
+    if native:
+        hosts = sorted({f"{r.get('machine', '?')} ({r['arch']}, {r.get('cpus', '?')} "
+                        f"CPUs{', ' + r['cpu'] if r.get('cpu') else ''}), kernel "
+                        f"{r.get('kernel', '?')}" for r in runs})
+        clock = ("Time: CLOCK_MONOTONIC on the machine itself (run-here.sh), in "
+                 "real time, median of n runs, ± half the min-max "
+                 "spread; " + "; ".join(hosts) + ". One foliobatch kernel runs every "
+                 "mode, so there is no stock column.")
+    else:
+        clock = ("Instruction-time: guest CLOCK_MONOTONIC under qemu -icount "
+                 "shift=0,sleep=off (1 ns per guest instruction), median of n runs, "
+                 "± half the min-max spread. TCG wall time beside it.")
     md = ["# foliobatch bench", "",
-          "Instruction-time: guest CLOCK_MONOTONIC under qemu -icount "
-          "shift=0,sleep=off (1 ns per guest instruction), median of n runs, "
-          "± half the min-max spread. TCG wall time beside it. Change: switch "
-          "on (or the named mode) against switch off on the same kernel and boot.", ""]
+          clock + " Change: switch on (or the named mode) against switch off on "
+          "the same kernel and boot.", ""]
     for w in workloads:
         scale = next((r["scale"] for r in runs if r["workload"] == w.name), "")
         md.append(f"- **{w.name}**: {w.what}; scale: {scale}")

@@ -21,9 +21,10 @@ any failure.
 import subprocess
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ET
 
-from . import build, cache, config, deps, image, results, run, source, suites
+from . import build, cache, config, deps, here, image, results, run, source, suites
 from .testboot import boot_and_parse, boot_problems
 from .util import LabError, Timer, say
 
@@ -199,12 +200,27 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
                                timeout=TEST_BOOT["timeout"], cpu=cpu,
                                accel=TEST_ACCEL)
             tally_boot(tally, f"{arch_name}/{variant}/patched-{cpu}", b)
+    if own and not only and arch_name in here.GUEST_ARCHES:
+        here_check(tally, arch_name, variant)
     if own and (not only or "switches" in only):
         b = boot_and_parse(arch_name, "patched", variant, suites.boot_param_plan(),
                            "bootparam", append=suites.BOOT_PARAM, timeout=600,
                            accel=TEST_ACCEL)
         tally_boot(tally, f"{arch_name}/{variant}/patched-bootparam", b)
     say(f"{arch_name}/{variant}: done in {t}")
+
+
+def here_check(tally, arch_name, variant):
+    """run-here.sh in a guest of the patched kernel, as on a machine of its
+    own, and the report of what it wrote (lab/here.py)."""
+    b = boot_and_parse(arch_name, "patched", variant, here.guest_plan(arch_name),
+                       "here", timeout=1800, accel=TEST_ACCEL)
+    prefix = f"{arch_name}/{variant}/patched-here"
+    tally_boot(tally, prefix, b)
+    dest = config.WORK / "results" / f"here-{arch_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    ok, detail = here.check_guest_run(b.text(), dest)
+    tally.add("pass" if ok else "fail", f"{prefix}/report", "" if ok else
+              f"{detail}; console: {b.console}")
 
 
 def tally_boot(tally, prefix, b):

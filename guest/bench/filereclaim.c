@@ -13,6 +13,9 @@
  * skip its young bits altogether) and read page by page, so its folios are
  * clean, large and mapped with young PTEs when reclaim starts.
  * Only the memory.reclaim write is timed (METRIC time_ns).
+ *
+ * The file is bench-filereclaim in the XFS mounted on $LAB_XFS (/mnt/xfs,
+ * the lab's disk, when unset; run-here.sh sets it on other machines).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +29,9 @@
 #include "lab.h"
 
 #define CG	"bench-filereclaim"
-#define FILE_PATH "/mnt/xfs/bench-filereclaim"
+#define FILE_NAME "bench-filereclaim"
+
+static char file_path[4096];
 
 static long long now_ns(void)
 {
@@ -39,7 +44,7 @@ static long long now_ns(void)
 static int make_file(size_t size)
 {
 	static char buf[1 << 20];
-	int fd = open(FILE_PATH, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	int fd = open(file_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 
 	if (fd < 0)
 		return -1;
@@ -73,25 +78,29 @@ int main(int argc, char **argv)
 	long long t0, t1;
 	char amount[32];
 	volatile char sum = 0;
+	const char *xfs = getenv("LAB_XFS");
 	char *map;
 	int fd, err;
 
-	if (!lab_is_mounted("/mnt/xfs", "xfs")) {
-		fprintf(stderr, "filereclaim: /mnt/xfs is not XFS\n");
+	if (!xfs)
+		xfs = "/mnt/xfs";
+	if (!lab_is_mounted(xfs, "xfs")) {
+		fprintf(stderr, "filereclaim: %s is not an XFS mount point\n", xfs);
 		return 1;
 	}
+	snprintf(file_path, sizeof(file_path), "%s/" FILE_NAME, xfs);
 	if (lab_cg_enable_memory() || lab_cg_create(CG) || lab_cg_move(CG, 0)) {
 		fprintf(stderr, "filereclaim: cannot set up cgroup %s\n", CG);
 		return 1;
 	}
 	fd = make_file(size);
 	if (fd < 0) {
-		perror("filereclaim: write " FILE_PATH);
+		fprintf(stderr, "filereclaim: write %s: %s\n", file_path, strerror(errno));
 		return 1;
 	}
 	lab_write_file("/proc/sys/vm/drop_caches", "3");
 	if (read_all(fd, size)) {
-		perror("filereclaim: read " FILE_PATH);
+		fprintf(stderr, "filereclaim: read %s: %s\n", file_path, strerror(errno));
 		return 1;
 	}
 	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -123,7 +132,7 @@ int main(int argc, char **argv)
 
 	munmap(map, size);
 	close(fd);
-	unlink(FILE_PATH);
+	unlink(file_path);
 	lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0");
 	lab_cg_remove(CG);
 	return err && err != -EAGAIN;

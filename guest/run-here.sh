@@ -1,0 +1,157 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# run-here.sh: the foliobatch bench workloads, run natively on this machine,
+# every switch off and on in one boot.  The machine must run a kernel with
+# the foliobatch series (/sys/kernel/mm/foliobatch).  'lab bench --bundle
+# DIR' writes this script with lib.sh, the static workload programs
+# (bench/) and the plan (bench-plan.sh); 'lab report OUT', on the lab's
+# host, makes the bench report of the directory this script writes.
+#
+#   run-here.sh [-o OUT] [-x XFS_DIR]
+#
+#   -o OUT      where bench.log (the BENCH lines) and host.txt go
+#               (default: here-<date> next to this script)
+#   -x XFS_DIR  an XFS mount point for the file-reclaim workloads
+#               (default /mnt/xfs); they are skipped without one
+#
+# The dirty-reclaim workloads swap: they are skipped when no swap is on.
+# This script does not touch the machine's swap (the lab's guests swap to a
+# RAM disk).  Every knob the plan writes (the foliobatch switches, the THP
+# sizes, MGLRU) is read first and written back when the script ends, also
+# on Ctrl-C.  It runs as root; workloads run one at a time.
+#
+# LAB_HERE_ROOT prefixes every /sys and /proc path that this script itself
+# reads or writes (the lab's host unit tests run it against a fake tree).
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+LAB_HOME=${LAB_HOME:-$HERE}
+ROOT=${LAB_HERE_ROOT:-}
+OUT=
+XFS=/mnt/xfs
+
+die() {
+	echo "run-here: $*" >&2
+	exit 1
+}
+
+while getopts o:x: opt; do
+	case $opt in
+	o) OUT=$OPTARG ;;
+	x) XFS=$OPTARG ;;
+	*) die "usage: run-here.sh [-o OUT] [-x XFS_DIR]" ;;
+	esac
+done
+[ -n "$OUT" ] || OUT=$HERE/here-$(date +%Y%m%d-%H%M%S)
+
+FB=$ROOT/sys/kernel/mm/foliobatch
+THP=$ROOT/sys/kernel/mm/transparent_hugepage
+[ -n "$ROOT" ] || [ "$(id -u)" = 0 ] || die "run it as root"
+[ -d "$FB" ] || die "this kernel ($(uname -r)) has no $FB: boot a kernel" \
+	"with the foliobatch series to compare its switches off and on"
+[ -r "$HERE/bench-plan.sh" ] || die "no bench-plan.sh next to $0:" \
+	"make the bundle with 'lab bench --bundle DIR'"
+want=$(cat "$HERE/arch" 2>/dev/null)
+case $(uname -m) in
+x86_64) have=x86_64 ;;
+aarch64 | arm64) have=arm64 ;;
+*) have=$(uname -m) ;;
+esac
+[ -z "$want" ] || [ "$want" = "$have" ] ||
+	die "the programs of this bundle are for $want, this machine is $have"
+
+mkdir -p "$OUT" || die "cannot create $OUT"
+LOG=$OUT/bench.log
+: > "$LOG"
+SAVED=$OUT/.saved-knobs
+: > "$SAVED"
+
+# save FILE...: remember each writable file's value ("[x]" of a choice file)
+save() {
+	for f in "$@"; do
+		[ -w "$f" ] || continue
+		v=$(cat "$f") || continue
+		case $v in
+		*\[*\]*) v=${v#*\[}; v=${v%%\]*} ;;
+		esac
+		printf '%s %s\n' "$f" "$v" >> "$SAVED"
+	done
+}
+
+restore() {
+	trap - EXIT INT TERM
+	n=0
+	while read -r f v; do
+		if echo "$v" > "$f" 2> /dev/null; then
+			n=$((n + 1))
+		else
+			echo "run-here: could not restore $f to '$v'" >&2
+		fi
+	done < "$SAVED"
+	rm -f "$SAVED"
+	echo "run-here: restored $n settings"
+}
+
+save "$FB"/* "$THP/enabled" "$THP"/hugepages-*/enabled \
+	"$ROOT/sys/kernel/mm/lru_gen/enabled"
+trap restore EXIT
+trap 'echo "run-here: interrupted" >&2; exit 130' INT TERM
+
+{
+	echo "kernel $(uname -r)"
+	echo "arch $have"
+	echo "machine $(uname -n)"
+	echo "cpus $(grep -c '^processor' "$ROOT/proc/cpuinfo" 2> /dev/null)"
+	grep -m1 -E '^(model name|CPU part)' "$ROOT/proc/cpuinfo" 2> /dev/null
+	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "xfs $XFS"
+} > "$OUT/host.txt"
+
+# The helpers of the lab's guest/lib.sh that the plan uses, with this
+# script's root, without the RAM disk, and writing bench.log.  (Not lib.sh
+# itself: it is written for the guests' busybox sh.)
+lab_sysfs() {
+	echo "$2" > "$ROOT$1" || echo "# lab: could not write '$2' to $ROOT$1"
+}
+
+lab_thp_only() {
+	lab_sysfs /sys/kernel/mm/transparent_hugepage/enabled never
+	for f in "$THP"/hugepages-*/enabled; do
+		[ -e "$f" ] && lab_sysfs "${f#"$ROOT"}" never
+	done
+	[ "$1" = none ] ||
+		lab_sysfs "/sys/kernel/mm/transparent_hugepage/hugepages-$1/enabled" always
+}
+
+lab_switch() {
+	lab_sysfs "/sys/kernel/mm/foliobatch/$1" "$2"
+}
+
+LAB_SKIP=
+lab_ramswap() {
+	[ "$(awk 'NR > 1' "$ROOT/proc/swaps" 2> /dev/null | wc -l)" -gt 0 ] ||
+		LAB_SKIP="no swap is on"
+}
+
+lab_bench() {
+	case $1 in
+	file-reclaim*)
+		awk -v d="$XFS" '$2 == d && $3 == "xfs" { found = 1 }
+			END { exit !found }' "$ROOT/proc/mounts" ||
+			LAB_SKIP="$XFS is not an XFS mount point (-x XFS_DIR)" ;;
+	bigheap)
+		[ -x /usr/bin/stress-ng ] || LAB_SKIP="no /usr/bin/stress-ng" ;;
+	esac
+	if [ -n "$LAB_SKIP" ]; then
+		echo "# here: $1 $2 rep $3 skipped: $LAB_SKIP" | tee -a "$LOG"
+		LAB_SKIP=
+		return 0
+	fi
+	echo "BENCH-START $1 $2 $3" >> "$LOG"
+	LAB_XFS=$XFS "$LAB_HOME/bench/benchrun" "$@" | tee -a "$LOG"
+}
+
+echo "run-here: $(uname -r) on $have; results in $OUT"
+. "$HERE/bench-plan.sh"
+echo "run-here: done; copy $OUT back and run 'lab report DIR' on the lab's host"
