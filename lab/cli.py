@@ -18,8 +18,10 @@
                               instructions per kernel function, stock vs patched
   lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
   lab export --debian DIR     the series as a quilt queue for Debian's linux package
-  lab lava -a ARCH -f FLAVOUR --url URL --out DIR
+  lab lava -a ARCH -f FLAVOUR --url URL --out DIR [--only P,...] [--no-kvm]
                               LAVA jobs (qemu, and a Raspberry Pi 4) for the test plan
+  lab lava --run -a ARCH [-f FLAVOUR] [--only P,...]
+                              run the qemu job here with Debian's lava-dispatcher
   lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--list]
                               build the series in more configs and arches
 """
@@ -201,7 +203,14 @@ def cmd_lava(args):
     from . import lava
     a = args.arch[0] if args.arch else "x86_64"
     f = args.flavour[0] if args.flavour else "patched"
-    lava.write(a, f, args.url, Path(args.out).resolve(), args.dtb_url)
+    only = set(args.only.split(",")) if args.only else None
+    if args.run:
+        from . import lavarun
+        return lavarun.main(a, f, only=only)
+    if not args.url or not args.out:
+        raise LabError("lab lava needs --url and --out (or --run)")
+    lava.write(a, f, args.url, Path(args.out).resolve(), args.dtb_url, only=only,
+               kvm=not args.no_kvm)
     return 0
 
 
@@ -349,11 +358,19 @@ def parser():
     sp = sub.add_parser("lava", help="LAVA job definitions that run the test plan "
                         "on LAVA's qemu device type (and arm64 on a Raspberry Pi 4)")
     common(sp)
-    sp.add_argument("--url", required=True,
+    sp.add_argument("--url",
                     help="where LAVA fetches the files from (http://... or file://DIR)")
-    sp.add_argument("--out", required=True, help="directory for the files and jobs")
+    sp.add_argument("--out", help="directory for the files and jobs")
+    sp.add_argument("--run", action="store_true",
+                    help="run the qemu job here with Debian's lava-dispatcher (lava-run "
+                    "in a Debian 12 root under WORK/lava; needs root)")
     sp.add_argument("--dtb-url", help="the board's device tree (default URL/"
                     "bcm2711-rpi-4-b.dtb)")
+    sp.add_argument("--only", help="comma-separated programs of the plan to run "
+                    "(default: the whole plan of lab test)")
+    sp.add_argument("--no-kvm", action="store_true",
+                    help="x86_64: the qemu job runs the guest under TCG (a worker "
+                    "without a usable /dev/kvm)")
     sp.set_defaults(fn=cmd_lava)
 
     sp = sub.add_parser("check", help="build the series in more configs and arches "

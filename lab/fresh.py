@@ -65,7 +65,7 @@ def machine_cas(root):
     dest.mkdir(parents=True, exist_ok=True)
     for crt in sorted(LOCAL_CAS.glob("*.crt")) if LOCAL_CAS.is_dir() else []:
         shutil.copy(crt, dest / crt.name)
-        say(f"machine CA certificate {crt.name} copied into the fresh root")
+        say(f"machine CA certificate {crt.name} copied into {root}")
 
 
 def _mounts(root):

@@ -38,11 +38,19 @@ from .util import LabError, say
 START, END = "LAB-READY", "LAB-EXIT"
 PATTERN = r"(?P<result>(not ok|ok)) \d+ (?P<test_case_id>\S+)"
 FIXUP = {"ok": "pass", "not ok": "fail"}
-BANNER = "Linux version"
+# The boot action ends at this line, so that the monitor, not the boot,
+# sees the plan's start marker.  LAVA's auto-login first waits for its
+# kernel-start-message ("Linux version [0-9]") and only then for the job's
+# prompts, so the prompt must be a later line: the kernel's own as it
+# starts the initramfs' /init.
+BANNER = "Run /init as init process"
 
+# LAVA's qemu device type (lava-server's qemu.jinja2) takes -machine and
+# -cpu from the context for arm64, but for amd64 always runs '-cpu host
+# -enable-kvm' unless the context says no_kvm: the machine goes into
+# extra_options there, and -cpu max with no_kvm (qemu_job(kvm=False)).
 QEMU_CONTEXT = {
-    "x86_64": {"arch": "amd64", "machine": "q35", "cpu": "max", "memory": 2048,
-               "extra_options": ["-smp 2"]},
+    "x86_64": {"arch": "amd64", "memory": 2048, "extra_options": ["-machine q35", "-smp 2"]},
     "arm64": {"arch": "arm64", "machine": "virt", "cpu": "max", "memory": 2048,
               "extra_options": ["-smp 2"]},
 }
@@ -71,9 +79,16 @@ def disk_arg(arch_name, name, serial, index):
             f"-device {dev},drive=d{index},serial={serial}")
 
 
-def qemu_job(arch_name, flavour, kernel_url, initrd_url, disk_urls=None, minutes=90):
+def qemu_job(arch_name, flavour, kernel_url, initrd_url, disk_urls=None, minutes=90,
+             kvm=True):
     """The job for LAVA's qemu device type; disk_urls maps the DISKS'
-    names to their images."""
+    names to their images; kvm=False makes an x86_64 guest run under TCG
+    (a worker without a usable /dev/kvm)."""
+    context = {k: list(v) if isinstance(v, list) else v
+               for k, v in QEMU_CONTEXT[arch_name].items()}
+    if arch_name == "x86_64" and not kvm:
+        context["no_kvm"] = True
+        context["extra_options"].append("-cpu max")
     append = kernel_args(arch_name)
     disks = {name: {"image_arg": disk_arg(arch_name, name, serial, i),
                     "url": disk_urls[name]}
@@ -85,15 +100,13 @@ def qemu_job(arch_name, flavour, kernel_url, initrd_url, disk_urls=None, minutes
         "priority": "medium",
         "timeouts": {"job": {"minutes": minutes + 15}, "action": {"minutes": minutes},
                      "connection": {"minutes": 2}},
-        "context": dict(QEMU_CONTEXT[arch_name]),
+        "context": context,
         "actions": [
             {"deploy": {"to": "tmpfs", "timeout": {"minutes": 10}, "images": {
                 "kernel": {"image_arg": f"-kernel {{kernel}} -append '{append}'",
                            "url": kernel_url},
                 "ramdisk": {"image_arg": "-initrd {ramdisk}", "url": initrd_url},
                 **disks}}},
-            # the boot ends at the kernel's banner, so that the monitor,
-            # not the boot, sees the plan's start marker
             {"boot": {"method": "qemu", "media": "tmpfs", "timeout": {"minutes": 5},
                       "prompts": [BANNER]}},
             monitors(f"foliobatch-{flavour}", minutes),
@@ -135,8 +148,9 @@ def validate(job):
         raise LabError(f"LAVA job '{job.get('job_name')}' is not valid: {e}") from e
 
 
-def write(arch_name, flavour, url, out, dtb_url=None):
-    """Write the files of a LAVA run of the test plan; return the job files."""
+def write(arch_name, flavour, url, out, dtb_url=None, only=None, kvm=True):
+    """Write the files of a LAVA run of the test plan (only: the programs of
+    it to run, all by default); return the job files."""
     import yaml  # noqa: PLC0415 - python3-yaml comes with lava-common
 
     kernel = build.image_path(arch_name, "default", flavour)
@@ -147,7 +161,10 @@ def write(arch_name, flavour, url, out, dtb_url=None):
     stem = f"{arch_name}-{flavour}"
     kname = f"{stem}-{kernel.name}"
     shutil.copyfile(kernel, out / kname)
-    plan = suites.test_plan(arch_name)
+    plan = suites.test_plan(arch_name, only=only)
+    if only and plan.count("lab_run ") != len(only):
+        raise LabError(f"--only {','.join(sorted(only))}: the plan of {arch_name} has "
+                       f"{plan.count('lab_run ')} of them")
     image.plan_cpio(arch_name, plan, {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour,
                                       "LAB_VARIANT": "default"},
                     out / f"{stem}-initrd.cpio")
@@ -157,7 +174,7 @@ def write(arch_name, flavour, url, out, dtb_url=None):
     base = url.rstrip("/")
     jobs = {f"{stem}-qemu.yaml": qemu_job(
         arch_name, flavour, f"{base}/{kname}", f"{base}/{stem}-initrd.cpio",
-        {name: f"{base}/{arch_name}-{name}.img" for name, *_ in DISKS})}
+        {name: f"{base}/{arch_name}-{name}.img" for name, *_ in DISKS}, kvm=kvm)}
     if arch_name == "arm64":
         jobs[f"{stem}-{BOARD}.yaml"] = board_job(
             flavour, f"{base}/{kname}", f"{base}/{stem}-initrd.cpio",

@@ -82,13 +82,19 @@ def _change(a, b):
     return f"{rel * 100:+.1f}%" + (" (noise)" if noise and rel else "")
 
 
+def _label(label):
+    """A workload metric's label in this report's time (its own time
+    metrics say instruction-time)."""
+    return label.replace("instruction-time", TIME) if TIME != "instruction-time" else label
+
+
 def metric_rows(w):
     rows = [(TIME, lambda r: instr_time(r), _fmt_time)]
     if TIME == "instruction-time":
         rows.append(("TCG wall time (s)", lambda r: r.get("wall_s") or 0,
                      lambda st: "-" if not st else f"{st[0]:.1f}"))
     for label, source, key, *_ in w.metrics:
-        rows.append((label, lambda r, s=source, k=key: _value(r, s, k), _fmt_num))
+        rows.append((_label(label), lambda r, s=source, k=key: _value(r, s, k), _fmt_num))
     if w.name in ("dirty-reclaim", "dirty-reclaim-8cpu"):
         rows.append((f"bogo ops per {TIME.replace('time', 'second')}",
                      lambda r: r["metrics"].get("bogo_ops", 0) / (instr_time(r) / 1e9),
@@ -134,7 +140,7 @@ def markdown(groups, workloads, arch, in_series):
         name = w.name + (" (not in series: stock in every mode)" if missing else "")
         runs = [r for k, rs in groups.items() if k[0] == arch and k[1] == w.name
                 for r in rs]
-        gone = {label for label, source, key, *_ in w.metrics
+        gone = {_label(label) for label, source, key, *_ in w.metrics
                 if not present(runs, source, key)}
         absent += [f"{w.name}: {label}" for label in sorted(gone)]
         for label, fn, fmt in metric_rows(w):

@@ -47,3 +47,30 @@ def test_the_monitor_reads_the_plans_ktap_lines():
     # the boot ends before the plan starts, so that the monitor sees it
     assert job["actions"][1]["boot"]["prompts"] == [lava.BANNER]
     assert (mon["start"], mon["end"]) == ("LAB-READY", "LAB-EXIT")
+
+
+def test_lava_run_log_gives_the_job_result_and_the_monitor_cases():
+    from lab import lavarun
+    log = "\n".join([
+        '{"dt": "t", "lvl": "target", "msg": "ok 1 sanity"}',
+        '{"dt": "t", "lvl": "results", "msg": {"case": "sanity", "definition": '
+        '"foliobatch-patched", "extra": {"test_case_id": "sanity"}, "result": "pass"}}',
+        '{"dt": "t", "lvl": "results", "msg": {"case": "x_y", "definition": '
+        '"foliobatch-patched", "extra": {"test_case_id": "x.y"}, "result": "fail"}}',
+        '{"dt": "t", "lvl": "results", "msg": {"case": "lava-test-monitor", '
+        '"definition": "lava", "result": "pass"}}',
+        'not json', '7',
+        '{"dt": "t", "lvl": "results", "msg": {"case": "job", "definition": "lava", '
+        '"result": "fail"}}'])
+    assert lavarun.parse(log, "patched") == ("fail", {"sanity": "pass", "x.y": "fail"})
+    assert lavarun.parse(log, "stock") == ("fail", {})
+
+
+def test_x86_job_without_kvm_runs_under_tcg_with_the_lab_machine():
+    job = lava.qemu_job("x86_64", "patched", "file:///k", "file:///i", kvm=False)
+    ctx = job["context"]
+    assert ctx["no_kvm"] is True
+    assert ctx["extra_options"] == ["-machine q35", "-smp 2", "-cpu max"]
+    assert "no_kvm" not in lava.qemu_job("x86_64", "patched", "u", "i")["context"]
+    assert lava.QEMU_CONTEXT["x86_64"]["extra_options"] == ["-machine q35", "-smp 2"]
+    lava.validate(job)
