@@ -4,6 +4,7 @@ of what it writes."""
 
 import json
 import os
+import signal
 import subprocess
 
 import pytest
@@ -62,11 +63,21 @@ def fake_machine(tmp_path, switches=None, mounts="", swaps=""):
     return b, root
 
 
+def default_signals():
+    # A shell cannot trap a signal that was ignored when it started (POSIX),
+    # and a job started in the background by a non-interactive shell (nohup,
+    # CI runners) inherits SIGINT ignored: start run-here.sh as a terminal's
+    # foreground job would be.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_here(b, root, plan, *args):
     (b / here.PLAN).write_text(plan)
     return subprocess.run(["sh", str(b / "run-here.sh"), "-o", str(b / "out"), *args],
                           env=dict(os.environ, LAB_HERE_ROOT=str(root)),
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60,
+                          preexec_fn=default_signals)
 
 
 def knobs(root):
