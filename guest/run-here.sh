@@ -10,7 +10,8 @@
 #
 #   run-here.sh [-o OUT] [-x XFS_DIR]
 #
-#   -o OUT      where bench.log (the BENCH lines) and host.txt go
+#   -o OUT      where bench.log (the BENCH lines), host.txt and a copy of
+#               bundle.json go
 #               (default: here-<date> next to this script)
 #   -x XFS_DIR  an XFS mount point for the file-reclaim workloads
 #               (default /mnt/xfs); they are skipped without one
@@ -107,6 +108,7 @@ trap 'echo "run-here: interrupted" >&2; exit 130' INT TERM
 	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "xfs $XFS"
 } > "$OUT/host.txt"
+[ ! -r "$HERE/bundle.json" ] || cp "$HERE/bundle.json" "$OUT/"
 
 # The helpers of the lab's guest/lib.sh that the plan uses, with this
 # script's root, without the RAM disk, and writing bench.log.  (Not lib.sh

@@ -145,7 +145,8 @@ def test_run_here_runs_skips_and_reports(tmp_path):
     host = here.read_host(out / "host.txt")
     assert host["cpus"] == "2" and host["cpu"] == "Fake CPU"
 
-    runs = here.collect(out, json.loads((b / "bundle.json").read_text()))
+    assert json.loads((out / "bundle.json").read_text())["quick"] is True
+    runs = here.collect(out)
     assert len(runs) == 4 and (out / "runs.json").exists()
     assert {r["mode"] for r in runs} == {"off", "on"}
     assert all(r["clock"] == "native" and r["flavour"] == "patched" for r in runs)
