@@ -111,12 +111,18 @@ def test_store_keeps_the_newest_entries_of_a_name(inputs, tmp_path, monkeypatch)
     assert len(list(d.glob("x86_64-*.console.log"))) == len(left)
 
 
-def test_stock_boot_reuses_a_stored_boot(inputs, tmp_path, monkeypatch, capsys):
+def stock_inputs(monkeypatch, tmp_path, inputs, qemu_cmd):
+    """stock_boot() with the kernel and image of the inputs fixture, a work
+    directory in tmp_path and qemu_cmd for the QEMU command line."""
     monkeypatch.setattr(config, "WORK", tmp_path / "work")
     monkeypatch.setattr(testcmd.build, "image_path", lambda a, v, f: inputs["kernel"])
     monkeypatch.setattr(testcmd.image, "base_path", lambda a: inputs["image"])
     monkeypatch.setattr(testcmd.run, "qemu_version", lambda a: "QEMU 7.2")
-    monkeypatch.setattr(testcmd.run, "qemu_cmd", lambda *a, **kw: ["qemu", kw["mem_mb"]])
+    monkeypatch.setattr(testcmd.run, "qemu_cmd", qemu_cmd)
+
+
+def test_stock_boot_reuses_a_stored_boot(inputs, tmp_path, monkeypatch, capsys):
+    stock_inputs(monkeypatch, tmp_path, inputs, lambda *a, **kw: ["qemu", kw["mem_mb"]])
     boots = []
 
     def boot_and_parse(arch_name, flavour, variant, plan, tag, **kw):
@@ -139,11 +145,7 @@ def test_stock_boot_reuses_a_stored_boot(inputs, tmp_path, monkeypatch, capsys):
 
 
 def test_a_failed_stock_boot_is_not_stored(inputs, tmp_path, monkeypatch):
-    monkeypatch.setattr(config, "WORK", tmp_path / "work")
-    monkeypatch.setattr(testcmd.build, "image_path", lambda a, v, f: inputs["kernel"])
-    monkeypatch.setattr(testcmd.image, "base_path", lambda a: inputs["image"])
-    monkeypatch.setattr(testcmd.run, "qemu_version", lambda a: "QEMU 7.2")
-    monkeypatch.setattr(testcmd.run, "qemu_cmd", lambda *a, **kw: ["qemu"])
+    stock_inputs(monkeypatch, tmp_path, inputs, lambda *a, **kw: ["qemu"])
     boots = []
 
     def boot_and_parse(*a, **kw):
@@ -159,11 +161,7 @@ def test_a_failed_stock_boot_is_not_stored(inputs, tmp_path, monkeypatch):
 def test_the_stock_key_holds_the_test_boots_accelerator(inputs, tmp_path, monkeypatch):
     """Stock and patched test boots run with the same TCG threading, and a
     stored stock boot made with another one is not reused."""
-    monkeypatch.setattr(config, "WORK", tmp_path / "work")
-    monkeypatch.setattr(testcmd.build, "image_path", lambda a, v, f: inputs["kernel"])
-    monkeypatch.setattr(testcmd.image, "base_path", lambda a: inputs["image"])
-    monkeypatch.setattr(testcmd.run, "qemu_version", lambda a: "QEMU 7.2")
-    monkeypatch.setattr(testcmd.run, "qemu_cmd", lambda *a, **kw: ["qemu", kw["accel"]])
+    stock_inputs(monkeypatch, tmp_path, inputs, lambda *a, **kw: ["qemu", kw["accel"]])
     boots = []
     monkeypatch.setattr(testcmd, "boot_and_parse", lambda *a, **kw: (
         boots.append(kw) or fake_boot(tmp_path, name=f"{len(boots)}")))
