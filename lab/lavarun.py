@@ -4,7 +4,8 @@
 of lab/lava.py end to end on this machine, as a LAVA worker would run it:
 
   1. a Debian 12 root in WORK/lava/root, made once from the minbase
-     tarball of 'lab fresh', with Debian's lava-dispatcher and QEMU
+     tarball of 'lab fresh', with Debian's lava-dispatcher (LAVA_VERSION)
+     and QEMU
      installed by apt inside it (lava-dispatcher wants systemd, a kernel
      image and more, 140-odd packages, which stay out of the host);
   2. lava-server's device-type templates, from the lava-server package of
@@ -28,8 +29,13 @@ import subprocess
 from . import config, fresh, lava
 from .util import LabError, Timer, run, say
 
-PACKAGES = ("lava-dispatcher", "qemu-system-x86", "qemu-system-arm", "ca-certificates")
-SERVER_PACKAGE = "lava-server"
+# LAVA as Debian 12 ships it, pinned: a root that cannot get this version
+# fails at its set-up with apt's message, not later in a changed dispatcher.
+LAVA_VERSION = "2023.01-2"
+PACKAGES = (f"lava-dispatcher={LAVA_VERSION}", "qemu-system-x86", "qemu-system-arm",
+            "ca-certificates")
+SERVER_PACKAGE = f"lava-server={LAVA_VERSION}"
+SERVER_DEB = "lava-server_*.deb"
 TEMPLATES = "usr/share/lava-server/device-types"
 DEVICE_DICT = ("{% extends 'qemu.jinja2' %}\n{% set netdevice = 'user' %}\n"
                "{% set mac_addr = '52:54:00:12:34:59' %}\n")
@@ -67,9 +73,9 @@ def make_root(root, log):
     say(f"installing {', '.join(PACKAGES)} in {root} (log: {log})")
     cmd = (f"apt-get update && apt-get install -y {' '.join(PACKAGES)} && "
            f"mkdir -p /srv/lava && cd /srv/lava && apt-get download {SERVER_PACKAGE} && "
-           f"dpkg-deb -x {SERVER_PACKAGE}_*.deb server && "
+           f"dpkg-deb -x {SERVER_DEB} server && "
            f"mkdir -p {os.path.dirname(TEMPLATES)} && mv server/{TEMPLATES} {TEMPLATES} && "
-           f"rm -rf server {SERVER_PACKAGE}_*.deb")
+           f"rm -rf server {SERVER_DEB}")
     with_mounts(root, lambda: _check(chroot(root, cmd, log), cmd, log))
 
 
