@@ -37,14 +37,22 @@ die() {
 	exit 1
 }
 
+usage="usage: run-here.sh [-o OUT] [-x XFS_DIR]"
 while getopts o:x: opt; do
 	case $opt in
 	o) OUT=$OPTARG ;;
 	x) XFS=$OPTARG ;;
-	*) die "usage: run-here.sh [-o OUT] [-x XFS_DIR]" ;;
+	*) die "$usage" ;;
 	esac
 done
+shift $((OPTIND - 1))
+[ $# -eq 0 ] || die "$usage (an argument without an option: $1)"
 [ -n "$OUT" ] || OUT=$HERE/here-$(date +%Y%m%d-%H%M%S)
+# /proc/mounts names the mount point by its real path, no trailing slash
+XFS=$(cd "$XFS" 2> /dev/null && pwd -P || echo "$XFS")
+case $XFS in
+?*/) XFS=${XFS%/} ;;
+esac
 
 FB=$ROOT/sys/kernel/mm/foliobatch
 THP=$ROOT/sys/kernel/mm/transparent_hugepage
@@ -63,10 +71,10 @@ esac
 	die "the programs of this bundle are for $want, this machine is $have"
 
 mkdir -p "$OUT" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
 LOG=$OUT/bench.log
-: > "$LOG"
 SAVED=$OUT/.saved-knobs
-: > "$SAVED"
+FAILED=0
 
 # save FILE...: remember each writable file's value ("[x]" of a choice file)
 save() {
@@ -80,24 +88,45 @@ save() {
 	done
 }
 
-restore() {
-	trap - EXIT INT TERM
+# write_back: write every saved value back; the file stays until all went
+# back, so that a run that could not restore leaves them for the next one
+write_back() {
 	n=0
+	bad=0
 	while read -r f v; do
 		if echo "$v" > "$f" 2> /dev/null; then
 			n=$((n + 1))
 		else
 			echo "run-here: could not restore $f to '$v'" >&2
+			bad=$((bad + 1))
 		fi
 	done < "$SAVED"
-	rm -f "$SAVED"
+	[ "$bad" -gt 0 ] || rm -f "$SAVED"
 	echo "run-here: restored $n settings"
+	return "$bad"
 }
 
+restore() {
+	rc=$?
+	trap '' INT TERM HUP	# a second Ctrl-C must not cut the restore short
+	trap - EXIT
+	write_back || rc=1
+	[ "$FAILED" -eq 0 ] || { echo "run-here: $FAILED run(s) exited non-zero" >&2; rc=1; }
+	exit "$rc"
+}
+
+if [ -s "$SAVED" ]; then
+	echo "run-here: a run into $OUT did not finish; writing back what it saved"
+	write_back || die "could not write back the knobs saved in $SAVED"
+fi
+: > "$LOG"
+: > "$SAVED"
 save "$FB"/* "$THP/enabled" "$THP"/hugepages-*/enabled \
 	"$ROOT/sys/kernel/mm/lru_gen/enabled"
 trap restore EXIT
-trap 'echo "run-here: interrupted" >&2; exit 130' INT TERM
+trap 'echo "run-here: interrupted" >&2; exit 130' INT
+trap 'echo "run-here: terminated" >&2; exit 143' TERM
+trap 'echo "run-here: hung up" >&2; exit 129' HUP
 
 {
 	echo "kernel $(uname -r)"
@@ -113,8 +142,20 @@ trap 'echo "run-here: interrupted" >&2; exit 130' INT TERM
 # The helpers of the lab's guest/lib.sh that the plan uses, with this
 # script's root, without the RAM disk, and writing bench.log.  (Not lib.sh
 # itself: it is written for the guests' busybox sh.)
+# lab_sysfs FILE VALUE: a knob the next run needs; when it cannot be set,
+# that run is skipped (a missing file is fine when the value turns a
+# feature off that the kernel does not have)
 lab_sysfs() {
-	echo "$2" > "$ROOT$1" || echo "# lab: could not write '$2' to $ROOT$1"
+	[ -e "$ROOT$1" ] && echo "$2" 2> /dev/null > "$ROOT$1" && return 0
+	case $2 in
+	n | 0 | never) [ -e "$ROOT$1" ] || return 0 ;;
+	esac
+	LAB_SKIP="could not write '$2' to $ROOT$1"
+}
+
+lab_drop_caches() {
+	sync
+	echo 3 > "$ROOT/proc/sys/vm/drop_caches"
 }
 
 lab_thp_only() {
@@ -137,12 +178,12 @@ lab_ramswap() {
 }
 
 lab_bench() {
-	case $1 in
+	[ -n "$LAB_SKIP" ] || case $1 in
 	file-reclaim*)
 		awk -v d="$XFS" '$2 == d && $3 == "xfs" { found = 1 }
 			END { exit !found }' "$ROOT/proc/mounts" ||
 			LAB_SKIP="$XFS is not an XFS mount point (-x XFS_DIR)" ;;
-	bigheap)
+	bigheap | dirty-reclaim*)
 		[ -x /usr/bin/stress-ng ] || LAB_SKIP="no /usr/bin/stress-ng" ;;
 	esac
 	if [ -n "$LAB_SKIP" ]; then
@@ -151,7 +192,12 @@ lab_bench() {
 		return 0
 	fi
 	echo "BENCH-START $1 $2 $3" >> "$LOG"
-	LAB_XFS=$XFS "$LAB_HOME/bench/benchrun" "$@" | tee -a "$LOG"
+	out=$(LAB_XFS=$XFS "$LAB_HOME/bench/benchrun" "$@")
+	printf '%s\n' "$out" | tee -a "$LOG"
+	case $out in
+	*'BENCH {'*'"exit":0,'*) ;;
+	*) FAILED=$((FAILED + 1)) ;;
+	esac
 }
 
 echo "run-here: $(uname -r) on $have; results in $OUT"

@@ -69,9 +69,13 @@ def machine_cas(root):
 
 
 def _mounts(root):
+    """(command, mount point): /proc, and /sys and /dev bound recursively as
+    slaves, so that no mount or unmount under the root reaches the host's
+    (on a host with shared mount propagation, a plain bind would pass them
+    on)."""
     return [(["mount", "-t", "proc", "proc", str(root / "proc")], root / "proc"),
-            (["mount", "--rbind", "/sys", str(root / "sys")], root / "sys"),
-            (["mount", "--rbind", "/dev", str(root / "dev")], root / "dev")]
+            (["mount", "--rbind", "--make-rslave", "/sys", str(root / "sys")], root / "sys"),
+            (["mount", "--rbind", "--make-rslave", "/dev", str(root / "dev")], root / "dev")]
 
 
 def _umount(path):

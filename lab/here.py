@@ -28,6 +28,8 @@ from . import bench, config, image, source
 from .util import LabError, say
 
 PLAN = "bench-plan.sh"
+# run-here.sh drops the caches through its own helper (LAB_HERE_ROOT)
+DROP_CACHES = {"sync; echo 3 > /proc/sys/vm/drop_caches": "lab_drop_caches"}
 UNAMES = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 
 
@@ -35,10 +37,10 @@ def bundle_plan(workloads, reps, quick):
     """The patched kernel's bench plan for run-here.sh: no kprobe runs, the
     programs under $LAB_HOME, no lib.sh (run-here.sh has the helpers)."""
     text = bench.plan(workloads, reps, "patched", quick)
-    lines = [line for line in text.splitlines()
-             if line not in (". /lab/lib.sh", "exit 0")]
+    lines = [DROP_CACHES.get(line, line) for line in text.splitlines()
+             if line not in (". /lab/lib.sh", "exit 0", "cd /tmp")]
     text = "\n".join(lines) + "\n"
-    text = text.replace("/lab/bench/", "$LAB_HOME/bench/")
+    text = text.replace("/lab/bench/", '"$LAB_HOME"/bench/')
     if "/lab/" in text:
         raise LabError("the bench plan names a /lab/ path that a bundle does not "
                        "have: " + next(x for x in text.splitlines() if "/lab/" in x))
@@ -103,13 +105,20 @@ def collect(outdir, bundle_info=None):
     if info is None and (outdir / "bundle.json").exists():
         info = json.loads((outdir / "bundle.json").read_text())
     info = info or {}
-    runs, skipped = [], []
-    for line in logf.read_text(errors="replace").splitlines():
+    runs, skipped, failed = [], [], []
+    for n, line in enumerate(logf.read_text(errors="replace").splitlines(), 1):
         if line.startswith("# here: "):
             skipped.append(line[len("# here: "):])
         if not line.startswith("BENCH {"):
             continue
-        rec = json.loads(line[len("BENCH "):])
+        try:
+            rec = json.loads(line[len("BENCH "):])
+        except ValueError as e:
+            raise LabError(f"{logf}:{n}: not a BENCH record ({e}): {line[:120]}") from e
+        if rec.get("exit") != 0:
+            failed.append(f"{rec.get('workload')} {rec.get('mode')} rep {rec.get('rep')} "
+                          f"(exit {rec.get('exit')})")
+            continue
         w = bench.BY_NAME.get(rec["workload"])
         if w is None:
             raise LabError(f"{logf}: a run of workload '{rec['workload']}', which "
@@ -122,10 +131,13 @@ def collect(outdir, bundle_info=None):
                    scale=info.get("scale", {}).get(w.name, ""))
         runs.append(rec)
     if not runs:
-        raise LabError(f"{logf} holds no BENCH line"
+        raise LabError(f"{logf} holds no BENCH line of a run that exited 0"
+                       + (f"; failed: {'; '.join(failed)}" if failed else "")
                        + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
     for s in skipped:
         say(f"run-here skipped {s}")
+    for f in failed:
+        say(f"left out, as lab bench leaves out a failed run: {f}")
     (outdir / "runs.json").write_text(json.dumps(runs, indent=1))
     return runs
 

@@ -6,8 +6,9 @@ of lab/lava.py end to end on this machine, as a LAVA worker would run it:
   1. a Debian 12 root in WORK/lava/root, made once from the minbase
      tarball of 'lab fresh', with Debian's lava-dispatcher (LAVA_VERSION)
      and QEMU
-     installed by apt inside it (lava-dispatcher wants systemd, a kernel
-     image and more, 140-odd packages, which stay out of the host);
+     installed by apt inside it, without Recommends and with a
+     policy-rc.d that keeps their daemons from starting (lava-dispatcher
+     wants systemd, a kernel image and more, which stay out of the host);
   2. lava-server's device-type templates, from the lava-server package of
      the same Debian release (apt-get download, unpacked, not installed):
      LAVA renders a device's dictionary from them;
@@ -58,8 +59,12 @@ def chroot(root, command, log):
 
 
 def make_root(root, log):
-    """The Debian root with lava-dispatcher (step 1) and the templates (2)."""
-    if (root / "usr/bin/lava-run").exists() and (root / "srv/lava" / TEMPLATES).is_dir():
+    """The Debian root with lava-dispatcher (step 1) and the templates (2);
+    made again when PACKAGES or the server package changed."""
+    stamp = root / "srv/lava/packages"
+    want = " ".join(PACKAGES + (SERVER_PACKAGE,)) + "\n"
+    if (root / "usr/bin/lava-run").exists() and (root / "srv/lava" / TEMPLATES).is_dir() \
+            and stamp.exists() and stamp.read_text() == want:
         return
     if root.exists():
         left = fresh._mounted_under(root)
@@ -70,13 +75,20 @@ def make_root(root, log):
     run(["tar", "-xf", str(fresh.tarball()), "-C", str(root)])
     shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
     fresh.machine_cas(root)
+    # no daemon of the root's packages (nfs, tftp, ser2net come with a
+    # LAVA worker) may start on this machine while they are installed
+    policy = root / "usr/sbin/policy-rc.d"
+    policy.write_text("#!/bin/sh\nexit 101\n")
+    policy.chmod(0o755)
     say(f"installing {', '.join(PACKAGES)} in {root} (log: {log})")
-    cmd = (f"apt-get update && apt-get install -y {' '.join(PACKAGES)} && "
+    cmd = (f"apt-get update && apt-get install -y --no-install-recommends "
+           f"{' '.join(PACKAGES)} && "
            f"mkdir -p /srv/lava && cd /srv/lava && apt-get download {SERVER_PACKAGE} && "
            f"dpkg-deb -x {SERVER_DEB} server && "
            f"mkdir -p {os.path.dirname(TEMPLATES)} && mv server/{TEMPLATES} {TEMPLATES} && "
            f"rm -rf server {SERVER_DEB}")
     with_mounts(root, lambda: _check(chroot(root, cmd, log), cmd, log))
+    stamp.write_text(want)
 
 
 def _check(rc, what, log):

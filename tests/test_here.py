@@ -17,9 +17,11 @@ SCRIPT = config.GUEST / "run-here.sh"
 def test_bundle_plan_runs_the_programs_of_the_bundle_without_kprobes():
     ws = [bench.BY_NAME["pt-reclaim"], bench.BY_NAME["file-reclaim"]]
     plan = here.bundle_plan(ws, 2, quick=True)
-    assert "/lab/" not in plan and "$LAB_HOME/bench/benchrun" not in plan
-    assert "lab_bench pt-reclaim off 0 -- $LAB_HOME/bench/ptreclaim 1024" in plan
-    assert "lab_bench file-reclaim on 1 -- $LAB_HOME/bench/filereclaim 256 80" in plan
+    assert "/lab/" not in plan and "benchrun" not in plan and "cd /tmp" not in plan
+    assert 'lab_bench pt-reclaim off 0 -- "$LAB_HOME"/bench/ptreclaim 1024' in plan
+    assert 'lab_bench file-reclaim on 1 -- "$LAB_HOME"/bench/filereclaim 256 80' in plan
+    assert "lab_drop_caches" in plan and "drop_caches" not in plan.replace(
+        "lab_drop_caches", "")
     assert "lab_switch pt_reclaim 0" in plan and "lab_switch pt_reclaim 1" in plan
     assert "kprobe" not in plan and " -1 --" not in plan
     assert "exit 0" not in plan
@@ -41,7 +43,8 @@ def fake_machine(tmp_path, switches=None, mounts="", swaps=""):
     (thp / "hugepages-2048kB/enabled").write_text("always inherit madvise [never]\n")
     (root / "sys/kernel/mm/lru_gen").mkdir(parents=True)
     (root / "sys/kernel/mm/lru_gen/enabled").write_text("0x0007\n")
-    (root / "proc").mkdir()
+    (root / "proc/sys/vm").mkdir(parents=True)
+    (root / "proc/sys/vm/drop_caches").write_text("")
     (root / "proc/mounts").write_text(mounts)
     (root / "proc/swaps").write_text("Filename Type Size Used Priority\n" + swaps)
     (root / "proc/cpuinfo").write_text("processor\t: 0\nmodel name\t: Fake CPU\n"
@@ -49,11 +52,13 @@ def fake_machine(tmp_path, switches=None, mounts="", swaps=""):
     b = tmp_path / "bundle"
     (b / "bench").mkdir(parents=True)
     benchrun = b / "bench/benchrun"
+    # mode "bad": the program exits 3
     benchrun.write_text(
         "#!/bin/sh\n"
         "[ \"$4\" = -- ] || exit 2\n"
+        "code=0; [ \"$2\" != bad ] || code=3\n"
         "echo \"BENCH {\\\"workload\\\":\\\"$1\\\",\\\"mode\\\":\\\"$2\\\",\\\"rep\\\":$3,"
-        "\\\"exit\\\":0,\\\"total_ns\\\":2000,\\\"metrics\\\":{\\\"time_ns\\\":"
+        "\\\"exit\\\":$code,\\\"total_ns\\\":2000,\\\"metrics\\\":{\\\"time_ns\\\":"
         "$(( $3 * 10 + 1000 ))},\\\"vmstat\\\":{},\\\"irq\\\":{},\\\"mthp\\\":{}}\"\n")
     benchrun.chmod(0o755)
     (b / "run-here.sh").write_text(SCRIPT.read_text())
@@ -68,15 +73,15 @@ def default_signals():
     # and a job started in the background by a non-interactive shell (nohup,
     # CI runners) inherits SIGINT ignored: start run-here.sh as a terminal's
     # foreground job would be.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
-def run_here(b, root, plan, *args):
+def run_here(b, root, plan, *args, out=None, cwd=None):
     (b / here.PLAN).write_text(plan)
-    return subprocess.run(["sh", str(b / "run-here.sh"), "-o", str(b / "out"), *args],
+    return subprocess.run(["sh", str(b / "run-here.sh"), "-o", out or str(b / "out"), *args],
                           env=dict(os.environ, LAB_HERE_ROOT=str(root)),
-                          capture_output=True, text=True, timeout=60,
+                          capture_output=True, text=True, timeout=60, cwd=cwd,
                           preexec_fn=default_signals)
 
 
@@ -133,14 +138,14 @@ def test_run_here_runs_skips_and_reports(tmp_path):
     ws = [bench.BY_NAME[n] for n in ("pt-reclaim", "file-reclaim", "dirty-reclaim")]
     (b / "bundle.json").write_text(json.dumps({"quick": True, "scale": {
         w.name: w.quick_scale for w in ws}}))
-    p = run_here(b, root, here.bundle_plan(ws, 2, quick=True).replace(
-        "sync; echo 3 > /proc/sys/vm/drop_caches", ":"))
+    p = run_here(b, root, here.bundle_plan(ws, 2, quick=True))
     assert p.returncode == 0, p.stderr
     out = b / "out"
     log = (out / "bench.log").read_text()
     assert log.count("BENCH {") == 4                      # pt-reclaim off/on x 2
     assert "file-reclaim off rep 0 skipped: /mnt/xfs is not an XFS mount point" in log
     assert "dirty-reclaim on rep 1 skipped: no swap is on" in log
+    assert (root / "proc/sys/vm/drop_caches").read_text() == "3\n"
     assert knobs(root)["foliobatch/pt_reclaim"] == "1"
     host = here.read_host(out / "host.txt")
     assert host["cpus"] == "2" and host["cpu"] == "Fake CPU"
@@ -167,8 +172,8 @@ def test_run_here_finds_an_xfs_mount_point_and_swap(tmp_path):
     b, root = fake_machine(tmp_path, switches={"unmap_batch": 1},
                            mounts="/dev/sdb1 /srv/x xfs rw 0 0\n",
                            swaps="/dev/sda2 partition 100 0 -2\n")
-    p = run_here(b, root, "lab_ramswap\nlab_bench dirty-reclaim on 0 -- x\n"
-                          "lab_bench file-reclaim on 0 -- x\n", "-x", "/srv/x")
+    p = run_here(b, root, "lab_ramswap\nlab_bench pt-reclaim on 0 -- x\n"
+                          "lab_bench file-reclaim on 0 -- x\n", "-x", "/srv/x/")
     assert p.returncode == 0, p.stderr
     log = (b / "out/bench.log").read_text()
     assert "skipped" not in log and log.count("BENCH {") == 2
@@ -179,7 +184,11 @@ def test_collect_refuses_a_directory_without_runs(tmp_path):
         here.collect(tmp_path)
     (tmp_path / "bench.log").write_text("# here: pt-reclaim off rep 0 skipped: x\n")
     (tmp_path / "host.txt").write_text("arch x86_64\n")
-    with pytest.raises(Exception, match="holds no BENCH line; skipped: pt-reclaim"):
+    with pytest.raises(Exception, match="holds no BENCH line of a run that exited 0; "
+                       "skipped: pt-reclaim"):
+        here.collect(tmp_path)
+    (tmp_path / "bench.log").write_text('BENCH {"workload": "pt-reclaim", "mode"\n')
+    with pytest.raises(Exception, match="bench.log:1: not a BENCH record"):
         here.collect(tmp_path)
 
 
@@ -202,3 +211,66 @@ def test_guest_check_reads_the_files_back_and_needs_every_mode(tmp_path):
     assert not ok and "pt-reclaim/off" in detail
     ok, detail = here.check_guest_run("\n".join(every), tmp_path / "c")
     assert not ok and "not on the console" in detail
+
+
+def test_a_relative_out_directory_is_where_the_files_go(tmp_path):
+    b, root = fake_machine(tmp_path, switches={"pt_reclaim": 1})
+    p = run_here(b, root, "lab_switch pt_reclaim 0\ncd /\n"
+                          "lab_bench pt-reclaim off 0 -- x\n", out="rel", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "BENCH {" in (tmp_path / "rel/bench.log").read_text()
+    assert knobs(root)["foliobatch/pt_reclaim"] == "1"
+    assert not (tmp_path / "rel/.saved-knobs").exists()
+
+
+def test_a_hang_up_and_a_term_restore_too(tmp_path):
+    for sig, code in (("HUP", 129), ("TERM", 143)):
+        b, root = fake_machine(tmp_path / sig, switches={"pt_reclaim": 1})
+        p = run_here(b, root, f"lab_switch pt_reclaim 0\nkill -{sig} $$\necho not-reached\n")
+        assert p.returncode == code and "not-reached" not in p.stdout
+        assert knobs(root)["foliobatch/pt_reclaim"] == "1"
+
+
+def test_a_knob_that_cannot_be_set_skips_the_run(tmp_path):
+    b, root = fake_machine(tmp_path, switches={"pt_reclaim": 1})
+    (root / "sys/kernel/mm/lru_gen/enabled").unlink()
+    p = run_here(b, root, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n\n"
+                          "lab_bench file-reclaim off 0 -- x\n"
+                          "lab_sysfs /sys/kernel/mm/lru_gen/enabled y\n"
+                          "lab_bench pt-reclaim on 0 -- x\n"
+                          "lab_switch no_such_switch 1\n"
+                          "lab_bench pt-reclaim off 0 -- x\n", "-x", "/", )
+    log = (b / "out/bench.log").read_text()
+    # no MGLRU to turn off is fine (then only the XFS check skips it)
+    assert "file-reclaim off rep 0 skipped: / is not an XFS mount point" in log
+    assert "pt-reclaim on rep 0 skipped: could not write 'y' to" in log
+    assert "pt-reclaim off rep 0 skipped: could not write '1' to" in log
+    assert "BENCH {" not in log and p.returncode == 0, p.stderr
+
+
+def test_a_failed_run_fails_the_script_and_is_left_out_of_the_report(tmp_path):
+    b, root = fake_machine(tmp_path, switches={"pt_reclaim": 1})
+    p = run_here(b, root, "lab_bench pt-reclaim bad 0 -- x\nlab_bench pt-reclaim on 0 -- x\n")
+    assert p.returncode == 1 and "1 run(s) exited non-zero" in p.stderr
+    (b / "out/host.txt").write_text("arch x86_64\n")
+    runs = here.collect(b / "out")
+    assert [r["mode"] for r in runs] == ["on"]
+
+
+def test_a_run_that_did_not_finish_has_its_knobs_written_back_first(tmp_path):
+    b, root = fake_machine(tmp_path, switches={"pt_reclaim": 0})
+    out = b / "out"
+    out.mkdir()
+    sw = root / "sys/kernel/mm/foliobatch/pt_reclaim"
+    (out / ".saved-knobs").write_text(f"{sw} 1\n")     # saved before it was set to 0
+    p = run_here(b, root, "echo plan\n")
+    assert p.returncode == 0, p.stderr
+    assert "did not finish" in p.stdout and sw.read_text().strip() == "1"
+
+
+def test_an_argument_without_an_option_is_refused(tmp_path):
+    b, root = fake_machine(tmp_path, switches={"pt_reclaim": 1})
+    (b / here.PLAN).write_text("echo plan\n")
+    p = subprocess.run(["sh", str(b / "run-here.sh"), "outdir"], capture_output=True,
+                       text=True, env=dict(os.environ, LAB_HERE_ROOT=str(root)))
+    assert p.returncode == 1 and "without an option: outdir" in p.stderr
