@@ -641,11 +641,13 @@ static void *mv_zapper(void *arg)
 }
 
 /*
- * One pass: moves the whole source region with one UFFDIO_MOVE, holes
- * allowed, so that the kernel walks the source page table back to back
- * with the zapper freeing it; then checks each page that arrived (found
- * through pagemap, so that reading it cannot block on the userfaultfd): it
- * holds its own stamp, or zeroes (a page of a THP that was never written).
+ * One pass: stamps one source page itself, so that every pass has a page
+ * table and a page to move whatever the scheduler makes of the zapper,
+ * then moves the whole source region with one UFFDIO_MOVE, holes allowed,
+ * so that the kernel walks the source page table back to back with the
+ * zapper freeing it; then checks each page that arrived (found through
+ * pagemap, so that reading it cannot block on the userfaultfd): it holds
+ * its own stamp, or zeroes (a page of a THP that was never written).
  * EAGAIN, and EBUSY for a THP that cannot be split just now, end the pass
  * early; any other error is recorded.
  */
@@ -658,8 +660,9 @@ static void mv_mover(int pm_fd)
 		.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
 	};
 	uint64_t pm[PMD_PAGES], w;
-	size_t pg;
+	size_t pg = (mv.passes * 61) % PMD_PAGES;
 
+	*(volatile uint64_t *)(mv.src + pg * PSZ) = mv_stamp(pg);
 	if (ioctl(mv.uffd, UFFDIO_MOVE, &m) && errno != EAGAIN &&
 	    errno != EBUSY) {
 		mv.bad_errno = errno;
