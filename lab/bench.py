@@ -89,6 +89,11 @@ class Workload:
     # run.boot() arguments that differ from boot_args() (e.g. cpus): such a
     # workload gets boots of its own
     boot: dict = field(default_factory=dict)
+    # the arches the workload runs on (empty: every arch)
+    arches: tuple = ()
+
+    def runs_on(self, arch_name):
+        return not self.arches or arch_name in self.arches
 
     def switches(self):
         return sorted({s for m in self.modes.values() for s in m})
@@ -167,6 +172,24 @@ WORKLOADS = [
              RECLAIM_MECHANISMS,
              # 1.518 s -> 1.018 s -> 0.249 s (arm64); -10% then -50% (x86)
              {"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
+    Workload("file-reclaim-pte2m-a72", "seed 000 on a CPU without range TLBI "
+             "(QEMU -cpu cortex-a72): 2 MB file folios mapped by PTEs, so that a "
+             "young or unmap batch covers 512 PTEs, the size at which arm64 "
+             "invalidates the whole ASID (flush_tlb_mm()) instead of page by page",
+             {"off": {"referenced_batch": 0, "unmap_batch": 0},
+              "referenced": {"referenced_batch": 1, "unmap_batch": 0},
+              "unmap": {"referenced_batch": 0, "unmap_batch": 1},
+              "on": {"referenced_batch": 1, "unmap_batch": 1}},
+             "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
+             ["/lab/bench/filereclaim", "1024", "80", "pte2m"],
+             ["/lab/bench/filereclaim", "256", "80", "pte2m"],
+             "1 GiB file in 2 MB folios, 80% reclaimed",
+             "256 MiB file in 2 MB folios, 80% reclaimed", "",
+             [("pgsteal_file", "vmstat", "pgsteal_file"),
+              ("pgscan_file", "vmstat", "pgscan_file"),
+              ("2 MB file folios before reclaim (kB)", "metrics", "file_thp_kb"),
+              ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
+             [UNFOLD] + YOUNG, boot={"cpu": "cortex-a72"}, arches=("arm64",)),
     Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
              # off is every batching off, so that it compares with stock;
              # young batching with MGLRU is the rmap walk's run handed to
@@ -367,7 +390,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     m = re.search(r"LAB-READY: (\S+)", b.text())
     meta = dict(meta_base, flavour=flavour, kernel=m.group(1) if m else "unknown",
                 console=str(b.console), kprobe_failed=failed,
-                cpus=dict(boot_args(quick), **extra)["cpus"])
+                cpus=dict(boot_args(quick), **extra)["cpus"], cpu=extra.get("cpu"))
     runs = parse_runs(b, meta)
     for rec in runs:
         rec["probe"] = rec["rep"] == PROBE_REP
@@ -413,7 +436,11 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
                                 for f in config.FLAVOURS},
                 "series_hash": source.series_hash(), "source": source.base_version(),
                 "quick": quick, "icount": "shift=0,sleep=off"}
-        for _, group in boot_groups(chosen):
+        here = [w for w in chosen if w.runs_on(arch_name)]
+        for w in chosen:
+            if w not in here:
+                say(f"{w.name}: not on {arch_name} (runs on {', '.join(w.arches)})")
+        for _, group in boot_groups(here):
             all_runs += bench_group(arch_name, group, first, cap, quick, outdir, meta)
     (outdir / "runs.json").write_text(json.dumps(all_runs, indent=1))
     page = report.write(outdir, all_runs, chosen, arches, in_series)

@@ -49,11 +49,14 @@ def bundle_plan(workloads, reps, quick):
 
 def bundle(dest, arch_name, names=None, quick=False, reps=3):
     """Write a bundle for one arch into dest (see the module docstring)."""
-    names = names or [w.name for w in bench.WORKLOADS]
+    names = names or [w.name for w in bench.WORKLOADS if w.runs_on(arch_name)]
     unknown = [n for n in names if n not in bench.BY_NAME]
     if unknown:
         raise LabError(f"unknown workload(s): {', '.join(unknown)} "
                        f"(known: {', '.join(bench.BY_NAME)})")
+    other = [n for n in names if not bench.BY_NAME[n].runs_on(arch_name)]
+    if other:
+        raise LabError(f"{', '.join(other)}: not a workload for {arch_name}")
     if reps < 1:
         raise LabError("--repeats must be at least 1")
     chosen = [bench.BY_NAME[n] for n in names]

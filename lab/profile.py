@@ -55,27 +55,32 @@ def symbols(arch_name, vmlinux):
 
 def parse_blocks(text):
     """The plugin's lines -> {vaddr: [insns executed, times entered, TLB
-    maintenance instructions executed]}."""
+    maintenance instructions executed, of them whole-ASID invalidations]}.
+    A line without the last column (an older plugin) counts none."""
     blocks = {}
     for line in text.splitlines():
-        vaddr, insns, execs, tlb = line.split()
-        b = blocks.setdefault(int(vaddr, 16), [0, 0, 0])
+        vaddr, insns, execs, tlb, *rest = line.split()
+        asid = int(rest[0]) if rest else 0
+        b = blocks.setdefault(int(vaddr, 16), [0, 0, 0, 0])
         b[0] += int(insns) * int(execs)
         b[1] += int(execs)
         b[2] += int(tlb) * int(execs)
+        b[3] += asid * int(execs)
     return blocks
 
 
 def by_function(blocks, starts, names):
-    """{function: [instructions, calls, TLB maintenance instructions]};
-    calls count entries at its first instruction."""
+    """{function: [instructions, calls, TLB maintenance instructions,
+    whole-ASID invalidations]}; calls count entries at its first
+    instruction."""
     funcs = {}
-    for vaddr, (insns, execs, tlb) in blocks.items():
+    for vaddr, (insns, execs, tlb, asid) in blocks.items():
         i = bisect.bisect_right(starts, vaddr) - 1
         name = names[i] if i >= 0 else "?"
-        f = funcs.setdefault(name, [0, 0, 0])
+        f = funcs.setdefault(name, [0, 0, 0, 0])
         f[0] += insns
         f[2] += tlb
+        f[3] += asid
         if i >= 0 and starts[i] == vaddr:
             f[1] += execs
     return funcs
@@ -87,7 +92,7 @@ def diff_table(base, other, top):
     names = set(base) | set(other)
     rows = []
     for n in names:
-        b, o = base.get(n, [0, 0, 0]), other.get(n, [0, 0, 0])
+        b, o = base.get(n, [0, 0, 0, 0]), other.get(n, [0, 0, 0, 0])
         if b[0] != o[0]:
             rows.append((n, b[0], o[0], o[0] - b[0], b[1], o[1]))
     rows.sort(key=lambda r: -abs(r[3]))
@@ -117,7 +122,8 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     b = run.boot(arch_name, kernel, bench.plan([w], 1, flavour, quick, only_mode=mode),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  f"{arch_name}-profile-{w.name}-{tag}",
-                 **dict(bench.boot_args(quick), append="nokaslr " + bench.BOOT_APPEND),
+                 **dict(bench.boot_args(quick), **w.boot,
+                        append="nokaslr " + bench.BOOT_APPEND),
                  extra=["-plugin", f"{so},out={counts}"])
     if not b.ready or b.exit_code != 0 or not counts.exists():
         raise LabError(f"profile boot {arch_name}/{tag} did not complete "
@@ -140,17 +146,23 @@ MECHANISMS = (
 )
 
 
-def mechanism_table(columns):
+def mechanism_table(columns, asid=False):
     """columns: [(label, funcs)] -> text: calls of MECHANISMS per boot and
-    the TLB maintenance instructions of all kernel code."""
+    the TLB maintenance instructions of all kernel code; with asid, also
+    the whole-ASID invalidations among them (arm64: flush_tlb_mm() is
+    inline, so its TLBI ASIDE1IS is what counts its calls)."""
     names = [m for m in MECHANISMS if any(m in f for _, f in columns)]
     w = max([len(n) for n in names] + [36])
     lines = [f"{'calls':{w}} " + " ".join(f"{lab:>16}" for lab, _ in columns)]
     for n in names:
-        lines.append(f"{n:{w}} " + " ".join(f"{f.get(n, [0, 0, 0])[1]:16,}"
+        lines.append(f"{n:{w}} " + " ".join(f"{f.get(n, [0, 0, 0, 0])[1]:16,}"
                                              for _, f in columns))
     lines.append(f"{'TLB maintenance instructions (all)':{w}} " +
                  " ".join(f"{sum(v[2] for v in f.values()):16,}" for _, f in columns))
+    if asid:
+        lines.append(f"{'  of them TLBI ASIDE1* (flush_tlb_mm)':{w}} " +
+                     " ".join(f"{sum(v[3] for v in f.values()):16,}"
+                              for _, f in columns))
     lines.append(f"{'kernel instructions (all)':{w}} " +
                  " ".join(f"{sum(v[0] for v in f.values()):16,}" for _, f in columns))
     return "\n".join(lines)
@@ -165,6 +177,10 @@ def main(arches, workload, modes=("off",), quick=False, top=25):
         if mode not in w.modes:
             raise LabError(f"unknown mode '{mode}' of {workload} "
                            f"(known: {', '.join(w.modes)})")
+    other = [a for a in arches if not w.runs_on(a)]
+    if other:
+        raise LabError(f"{workload} does not run on {', '.join(other)} "
+                       f"(it runs on {', '.join(w.arches)}): use -a")
     source.apply()
     so = plugin()
     outdir = config.WORK / "results" / f"profile-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -185,7 +201,8 @@ def main(arches, workload, modes=("off",), quick=False, top=25):
         rows, totals = diff_table(stock, first[1], top)
         head = (f"{arch_name} {w.name} ({'quick' if quick else 'full'} scale); "
                 "measured run, instruction-time: " + ", ".join(times))
-        report.append(head + "\n\n" + mechanism_table(columns) + "\n\n"
+        report.append(head + "\n\n" +
+                      mechanism_table(columns, asid=arch_name == "arm64") + "\n\n"
                       f"functions whose instructions differ most, stock against "
                       f"patched '{first[0]}':\n" +
                       format_table(rows, totals, "stock", first[0]))

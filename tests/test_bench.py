@@ -196,6 +196,25 @@ def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
         "x86_64-bench-patched-cpus8-r0"
 
 
+def test_the_cortex_a72_workload_boots_that_cpu_on_arm64_only(tmp_path, monkeypatch):
+    w = bench.BY_NAME["file-reclaim-pte2m-a72"]
+    assert w.runs_on("arm64") and not w.runs_on("x86_64")
+    assert bench.BY_NAME["file-reclaim"].runs_on("x86_64")
+    assert "pte2m" in w.argv and "pte2m" in w.quick
+    seen = {}
+
+    def boot(arch_name, kernel, plan, env, name, **kw):
+        seen.update(kw, name=name)
+        return run.Boot(tmp_path / "c", 0, True, False, 1.0, stamps=[])
+
+    monkeypatch.setattr(bench.run, "boot", boot)
+    monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
+    (tmp_path / "c").write_text("LAB-READY: 6.12.117-patched\n")
+    bench.boot_bench("arm64", "patched", [w], 1, True, 0, tmp_path, {})
+    assert seen["cpu"] == "cortex-a72" and seen["icount"]
+    assert seen["name"] == "arm64-bench-patched-cpucortex-a72-r0"
+
+
 def test_lab_report_remakes_a_report_from_runs_json(tmp_path):
     from lab import cli
     runs = [rec("mremap-4k", m, 0, 1000, flavour=f)

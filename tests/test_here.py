@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from lab import bench, config, here, report
+from lab.util import LabError
 
 SCRIPT = config.GUEST / "run-here.sh"
 
@@ -274,3 +275,9 @@ def test_an_argument_without_an_option_is_refused(tmp_path):
     p = subprocess.run(["sh", str(b / "run-here.sh"), "outdir"], capture_output=True,
                        text=True, env=dict(os.environ, LAB_HERE_ROOT=str(root)))
     assert p.returncode == 1 and "without an option: outdir" in p.stderr
+
+
+def test_bundle_refuses_a_workload_of_another_arch(tmp_path):
+    with pytest.raises(LabError, match="not a workload for x86_64"):
+        here.bundle(tmp_path / "b", "x86_64", ["file-reclaim-pte2m-a72"])
+    assert not (tmp_path / "b").exists()

@@ -4,7 +4,7 @@
  * file folios on XFS from a memory cgroup and reclaim PERCENT of them with
  * memory.reclaim.
  *
- *   filereclaim [SIZE_MB] [PERCENT]     (default 256 MB, 80 %)
+ *   filereclaim [SIZE_MB] [PERCENT] [pte2m]     (default 256 MB, 80 %)
  *
  * The file is written, synced and dropped from the page cache, read back
  * with read(2) so that XFS readahead fills the page cache with large
@@ -12,6 +12,13 @@
  * MADV_SEQUENTIAL or MADV_RANDOM mapping has no recency, and reclaim would
  * skip its young bits altogether) and read page by page, so its folios are
  * clean, large and mapped with young PTEs when reclaim starts.
+ *
+ * With "pte2m" the page cache is filled by faults on a 2 MB-aligned
+ * MADV_HUGEPAGE mapping instead (the fault reads ahead whole PMD-sized
+ * folios), which is then unmapped; the measured mapping is MADV_NOHUGEPAGE,
+ * so that every 2 MB folio is mapped by 512 PTEs and a young or unmap
+ * batch covers a whole page table.  METRIC file_thp_kb (FileHugePages)
+ * and file_pmd_mapped_kb (FilePmdMapped) show the shape.
  * Only the memory.reclaim write is timed (METRIC time_ns).
  *
  * The file is bench-filereclaim in the XFS mounted on $LAB_XFS (/mnt/xfs,
@@ -69,12 +76,38 @@ static int read_all(int fd, size_t size)
 	return 0;
 }
 
+/*
+ * Fills the page cache with PMD-sized folios of the file: faults on a
+ * 2 MB-aligned MADV_HUGEPAGE mapping read ahead whole 2 MB folios.
+ */
+static int fault_in_2m(int fd, size_t size)
+{
+	size_t total = size + LAB_SZ_2M;
+	volatile char sum = 0;
+	char *res, *p;
+
+	res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED)
+		return -1;
+	p = (char *)(((uintptr_t)res + LAB_SZ_2M - 1) & ~(LAB_SZ_2M - 1));
+	if (mmap(p, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != p ||
+	    madvise(p, size, MADV_HUGEPAGE)) {
+		munmap(res, total);
+		return -1;
+	}
+	for (size_t off = 0; off < size; off += 4096)
+		sum += p[off];
+	munmap(res, total);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t size = (argc > 1 ? atol(argv[1]) : 256) << 20;
 	long percent = argc > 2 ? atol(argv[2]) : 80;
+	int pte2m = argc > 3 && !strcmp(argv[3], "pte2m");
 	unsigned long cur0, cur1;
-	long rss0, rss1;
+	long rss0, rss1, thp_kb, pmd_kb;
 	long long t0, t1;
 	char amount[32];
 	volatile char sum = 0;
@@ -99,7 +132,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	lab_write_file("/proc/sys/vm/drop_caches", "3");
-	if (read_all(fd, size)) {
+	if (pte2m ? fault_in_2m(fd, size) : read_all(fd, size)) {
 		fprintf(stderr, "filereclaim: read %s: %s\n", file_path, strerror(errno));
 		return 1;
 	}
@@ -108,11 +141,17 @@ int main(int argc, char **argv)
 		perror("mmap");
 		return 1;
 	}
+	if (pte2m && madvise(map, size, MADV_NOHUGEPAGE)) {
+		perror("madvise");
+		return 1;
+	}
 	for (size_t off = 0; off < size; off += 4096)
 		sum += map[off];
 
 	lab_cg_memory_current(CG, &cur0);
 	rss0 = lab_status_kb("RssFile");
+	thp_kb = lab_meminfo_kb("FileHugePages");
+	pmd_kb = lab_meminfo_kb("FilePmdMapped");
 	snprintf(amount, sizeof(amount), "%zuM", (size >> 20) * percent / 100);
 	t0 = now_ns();
 	err = lab_cg_reclaim(CG, amount);
@@ -129,6 +168,8 @@ int main(int argc, char **argv)
 	printf("METRIC charged_after_kb %lu\n", cur1 >> 10);
 	printf("METRIC rssfile_before_kb %ld\n", rss0);
 	printf("METRIC rssfile_after_kb %ld\n", rss1);
+	printf("METRIC file_thp_kb %ld\n", thp_kb);
+	printf("METRIC file_pmd_mapped_kb %ld\n", pmd_kb);
 
 	munmap(map, size);
 	close(fd);

@@ -75,6 +75,14 @@ int lab_read_ulong(const char *path, unsigned long *val);
 long lab_status_kb(const char *field);
 
 /**
+ * lab_meminfo_kb() - read a "Name:   N kB" field of /proc/meminfo
+ * @field: field name without the colon, e.g. "FileHugePages"
+ *
+ * Return: the value in kB, -ENOENT if the field is missing, or -errno.
+ */
+long lab_meminfo_kb(const char *field);
+
+/**
  * lab_path_exists() - tell whether a file or directory exists
  * @path: the path, e.g. a sysfs knob that only some kernels have
  *

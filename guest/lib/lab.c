@@ -84,13 +84,13 @@ int lab_read_ulong(const char *path, unsigned long *val)
 	return 0;
 }
 
-long lab_status_kb(const char *field)
+static long lab_field_kb(const char *path, const char *field)
 {
 	size_t flen = strlen(field);
 	char buf[8192], *line;
 	ssize_t n;
 
-	n = lab_read_file("/proc/self/status", buf, sizeof(buf));
+	n = lab_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return n;
 	for (line = buf; line; line = strchr(line, '\n')) {
@@ -100,6 +100,16 @@ long lab_status_kb(const char *field)
 			return strtol(line + flen + 1, NULL, 10);
 	}
 	return -ENOENT;
+}
+
+long lab_status_kb(const char *field)
+{
+	return lab_field_kb("/proc/self/status", field);
+}
+
+long lab_meminfo_kb(const char *field)
+{
+	return lab_field_kb("/proc/meminfo", field);
 }
 
 bool lab_path_exists(const char *path)

@@ -6,11 +6,13 @@
  * Each translated block at or above a start address (the kernel's half of
  * the address space by default) gets a counter that an inline add bumps
  * every time the block is entered.  At exit the plugin writes one line per
- * block, "vaddr insns execs tlb", to the file named by out=PATH, where tlb
- * is the number of TLB maintenance instructions in the block: TLBI on
- * aarch64; INVLPG, INVPCID and writes to CR3 on x86_64.  Under -icount a
- * TLBI costs one instruction like any other, so this is the count that
- * instruction-time cannot show.  Under
+ * block, "vaddr insns execs tlb asid", to the file named by out=PATH, where
+ * tlb is the number of TLB maintenance instructions in the block: TLBI on
+ * aarch64; INVLPG, INVPCID and writes to CR3 on x86_64.  asid is the number
+ * of them that invalidate a whole address space: TLBI ASIDE1, ASIDE1IS or
+ * ASIDE1OS on aarch64, which is what flush_tlb_mm() issues (0 on x86_64).
+ * Under -icount a TLBI costs one instruction like any other, so these are
+ * the counts that instruction-time cannot show.  Under
  * '-icount shift=0,sleep=off' the vCPUs run one at a time on one host
  * thread, so the counts are exact and repeat from run to run; the lab then
  * maps blocks to kernel symbols (execs of the block that starts a function
@@ -74,6 +76,7 @@ struct block {
 	uint64_t vaddr;
 	uint64_t insns;
 	uint64_t tlb;		/* TLB maintenance instructions in the block */
+	uint64_t asid;		/* of them, TLBI ASIDE1* */
 	uint64_t execs;		/* bumped by the inline op */
 	struct block *next;
 };
@@ -84,15 +87,25 @@ static uint64_t min_vaddr = 0xffff000000000000ULL;
 static char *out_path;
 static bool aarch64;
 
+static uint32_t a64_insn(const uint8_t *p, size_t n)
+{
+	return n == 4 ? p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24 : 0;
+}
+
 /* TLBI <op>{, <Xt>}: SYS #op1, C8, Cm, #op2 */
 static bool is_tlbi(const uint8_t *p, size_t n)
 {
-	uint32_t insn;
+	return (a64_insn(p, n) & 0xfff8f000) == 0xd5088000;
+}
 
-	if (n != 4)
-		return false;
-	insn = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-	return (insn & 0xfff8f000) == 0xd5088000;
+/* TLBI ASIDE1OS, ASIDE1IS, ASIDE1: op1 0, CRm 1, 3 or 7, op2 2 */
+static bool is_tlbi_aside1(const uint8_t *p, size_t n)
+{
+	uint32_t insn = a64_insn(p, n);
+	uint32_t crm = (insn >> 8) & 0xf;
+
+	return (insn & 0xfffff0e0) == 0xd5088040 &&
+	       (crm == 1 || crm == 3 || crm == 7);
 }
 
 /* INVLPG m (0f 01 /7), INVPCID (66 0f 38 82), MOV CR3, r (0f 22 /3) */
@@ -137,6 +150,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		size_t n = qemu_plugin_insn_size(insn);
 
 		b->tlb += aarch64 ? is_tlbi(p, n) : is_x86_tlb(p, n);
+		b->asid += aarch64 && is_tlbi_aside1(p, n);
 	}
 	pthread_mutex_lock(&lock);
 	b->next = blocks;
@@ -158,8 +172,9 @@ static void write_counts(qemu_plugin_id_t id, void *userdata)
 	pthread_mutex_lock(&lock);
 	for (b = blocks; b; b = b->next)
 		if (b->execs)
-			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-				b->vaddr, b->insns, b->execs, b->tlb);
+			fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+				" %" PRIu64 "\n", b->vaddr, b->insns, b->execs,
+				b->tlb, b->asid);
 	pthread_mutex_unlock(&lock);
 	fclose(f);
 }
