@@ -182,11 +182,13 @@ VARIANTS = (
     Variant("lab-pt-reclaim-off", "x86_64", "lab", ("CONFIG_PT_RECLAIM=n",),
             default=True, ci=True, why="#ifdef CONFIG_PT_RECLAIM, the series' own option; "
             "x86's paravirt.c and pgtable.c test it too"),
+    # arm64 selects ARCH_WANTS_THP_SWAP with 4 kB pages only, so the lab
+    # config's THP_SWAP=y cannot stick with larger pages
     Variant("lab-16k-pages", "arm64", "lab",
-            ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_16K_PAGES=y"),
+            ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_16K_PAGES=y", "CONFIG_THP_SWAP=n"),
             why="contpte and page-size code"),
     Variant("lab-64k-pages", "arm64", "lab",
-            ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_64K_PAGES=y"),
+            ("CONFIG_ARM64_4K_PAGES=n", "CONFIG_ARM64_64K_PAGES=y", "CONFIG_THP_SWAP=n"),
             why="contpte and page-size code"),
     Variant("lab-contpte-off", "arm64", "lab", ("CONFIG_ARM64_CONTPTE=n",),
             default=True, why="#ifdef CONFIG_ARM64_CONTPTE: the generic young "
