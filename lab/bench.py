@@ -124,6 +124,29 @@ MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
 # switch-off-against-stock check, which the whole loop's time makes)
 MREMAP_CALLS = ("mremap() calls alone (ns, instruction-time)", "metrics", "mremap_ns",
                 False)
+# seed 000's file-reclaim modes: each switch alone and both
+FILE_MODES = {"off": {"referenced_batch": 0, "unmap_batch": 0},
+              "referenced": {"referenced_batch": 1, "unmap_batch": 0},
+              "unmap": {"referenced_batch": 0, "unmap_batch": 1},
+              "on": {"referenced_batch": 1, "unmap_batch": 1}}
+FILE_METRICS = [("pgsteal_file", "vmstat", "pgsteal_file"),
+                ("pgscan_file", "vmstat", "pgscan_file")]
+
+
+def _pte2m(name, what, mechanisms, **kw):
+    """A file-reclaim workload whose page cache holds 2 MB folios, mapped
+    by PTEs (filereclaim pte2m), classic LRU."""
+    return Workload(name, what, FILE_MODES, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
+                    ["/lab/bench/filereclaim", "1024", "80", "pte2m"],
+                    ["/lab/bench/filereclaim", "256", "80", "pte2m"],
+                    "1 GiB file in 2 MB folios, 80% reclaimed",
+                    "256 MiB file in 2 MB folios, 80% reclaimed", "",
+                    FILE_METRICS +
+                    [("2 MB file folios before reclaim (kB)", "metrics", "file_thp_kb"),
+                     ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
+                    mechanisms, **kw)
+
+
 WORKLOADS = [
     Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
              _onoff("pt_reclaim"), "lab_thp_only none",
@@ -159,37 +182,21 @@ WORKLOADS = [
              "x86: -37% bigheap throughput before the pte_batch_hint() fix"),
     Workload("file-reclaim", "seed 000: map clean XFS large folios in a memcg, "
              "memory.reclaim 80%",
-             {"off": {"referenced_batch": 0, "unmap_batch": 0},
-              "referenced": {"referenced_batch": 1, "unmap_batch": 0},
-              "unmap": {"referenced_batch": 0, "unmap_batch": 1},
-              "on": {"referenced_batch": 1, "unmap_batch": 1}},
-             "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
+             FILE_MODES, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
              ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
              "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
              "young batching -33% arm64 / -10% x86; batched unmap -75% arm64 / -50% x86",
-             [("pgsteal_file", "vmstat", "pgsteal_file"),
-              ("pgscan_file", "vmstat", "pgscan_file")],
+             FILE_METRICS,
              RECLAIM_MECHANISMS,
              # 1.518 s -> 1.018 s -> 0.249 s (arm64); -10% then -50% (x86)
              {"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
-    Workload("file-reclaim-pte2m-a72", "seed 000 on a CPU without range TLBI "
-             "(QEMU -cpu cortex-a72): 2 MB file folios mapped by PTEs, so that a "
-             "young or unmap batch covers 512 PTEs, the size at which arm64 "
-             "invalidates the whole ASID (flush_tlb_mm()) instead of page by page",
-             {"off": {"referenced_batch": 0, "unmap_batch": 0},
-              "referenced": {"referenced_batch": 1, "unmap_batch": 0},
-              "unmap": {"referenced_batch": 0, "unmap_batch": 1},
-              "on": {"referenced_batch": 1, "unmap_batch": 1}},
-             "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
-             ["/lab/bench/filereclaim", "1024", "80", "pte2m"],
-             ["/lab/bench/filereclaim", "256", "80", "pte2m"],
-             "1 GiB file in 2 MB folios, 80% reclaimed",
-             "256 MiB file in 2 MB folios, 80% reclaimed", "",
-             [("pgsteal_file", "vmstat", "pgsteal_file"),
-              ("pgscan_file", "vmstat", "pgscan_file"),
-              ("2 MB file folios before reclaim (kB)", "metrics", "file_thp_kb"),
-              ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
-             [UNFOLD] + YOUNG, boot={"cpu": "cortex-a72"}, arches=("arm64",)),
+    _pte2m("file-reclaim-pte2m", "seed 000 with 2 MB file folios mapped by PTEs "
+           "(the default CPU: arm64 -cpu max has range TLBI)", RECLAIM_MECHANISMS),
+    _pte2m("file-reclaim-pte2m-a72", "seed 000 on a CPU without range TLBI "
+           "(QEMU -cpu cortex-a72): 2 MB file folios mapped by PTEs, so that a "
+           "young or unmap batch covers 512 PTEs, the size at which arm64 "
+           "invalidates the whole ASID (flush_tlb_mm()) instead of page by page",
+           [UNFOLD] + YOUNG, boot={"cpu": "cortex-a72"}, arches=("arm64",)),
     Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
              # off is every batching off, so that it compares with stock;
              # young batching with MGLRU is the rmap walk's run handed to
@@ -203,8 +210,7 @@ WORKLOADS = [
              ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
              "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
              "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
-             [("pgsteal_file", "vmstat", "pgsteal_file"),
-              ("pgscan_file", "vmstat", "pgscan_file")],
+             FILE_METRICS,
              RECLAIM_MECHANISMS, {"arm64": 0.180 / 0.470, "x86_64": 0.85}),
     Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg whose memory.high is a "
              "quarter of its working set, swap on a RAM disk",
