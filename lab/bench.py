@@ -190,8 +190,8 @@ WORKLOADS = [
              RECLAIM_MECHANISMS,
              # 1.518 s -> 1.018 s -> 0.249 s (arm64); -10% then -50% (x86)
              {"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
-    _pte2m("file-reclaim-pte2m", "seed 000 with 2 MB file folios mapped by PTEs "
-           "(the default CPU: arm64 -cpu max has range TLBI)", RECLAIM_MECHANISMS),
+    _pte2m("file-reclaim-pte2m", "seed 000 with 2 MB file folios mapped by PTEs, "
+           "on the default CPU", RECLAIM_MECHANISMS),
     _pte2m("file-reclaim-pte2m-a72", "seed 000 on a CPU without range TLBI "
            "(QEMU -cpu cortex-a72): 2 MB file folios mapped by PTEs, so that a "
            "young or unmap batch covers 512 PTEs, the size at which arm64 "
