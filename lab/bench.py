@@ -421,6 +421,11 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
         raise LabError(f"unknown workload(s): {', '.join(unknown)} "
                        f"(known: {', '.join(BY_NAME)})")
     chosen = [BY_NAME[n] for n in names]
+    nowhere = [w.name for w in chosen if not any(w.runs_on(a) for a in arches)]
+    if nowhere and workloads:
+        raise LabError(f"{', '.join(nowhere)}: not a workload for "
+                       f"{', '.join(arches)} (use -a)")
+    chosen = [w for w in chosen if w.name not in nowhere]
     first = min_repeats or (2 if quick else 3)
     cap = max(repeats or (3 if quick else 7), first)
     first = min(first, cap)

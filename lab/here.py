@@ -47,9 +47,17 @@ def bundle_plan(workloads, reps, quick):
     return text
 
 
+def default_workloads(arch_name):
+    """The workloads of a bundle when none is named: those of the arch,
+    but not one that boots a QEMU CPU model of its own, which on a machine
+    would run again what its default-CPU twin runs."""
+    return [w.name for w in bench.WORKLOADS
+            if w.runs_on(arch_name) and "cpu" not in w.boot]
+
+
 def bundle(dest, arch_name, names=None, quick=False, reps=3):
     """Write a bundle for one arch into dest (see the module docstring)."""
-    names = names or [w.name for w in bench.WORKLOADS if w.runs_on(arch_name)]
+    names = names or default_workloads(arch_name)
     unknown = [n for n in names if n not in bench.BY_NAME]
     if unknown:
         raise LabError(f"unknown workload(s): {', '.join(unknown)} "

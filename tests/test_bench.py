@@ -215,6 +215,13 @@ def test_the_cortex_a72_workload_boots_that_cpu_on_arm64_only(tmp_path, monkeypa
     assert seen["name"] == "arm64-bench-patched-cpucortex-a72-r0"
 
 
+def test_bench_refuses_a_named_workload_of_no_chosen_arch():
+    import pytest
+    from lab.util import LabError
+    with pytest.raises(LabError, match="not a workload for x86_64"):
+        bench.main(["x86_64"], ["file-reclaim-pte2m-a72"], quick=True)
+
+
 def test_lab_report_remakes_a_report_from_runs_json(tmp_path):
     from lab import cli
     runs = [rec("mremap-4k", m, 0, 1000, flavour=f)

@@ -281,3 +281,10 @@ def test_bundle_refuses_a_workload_of_another_arch(tmp_path):
     with pytest.raises(LabError, match="not a workload for x86_64"):
         here.bundle(tmp_path / "b", "x86_64", ["file-reclaim-pte2m-a72"])
     assert not (tmp_path / "b").exists()
+
+
+def test_a_default_bundle_leaves_out_workloads_of_a_qemu_cpu_model():
+    arm = here.default_workloads("arm64")
+    assert "file-reclaim-pte2m" in arm and "file-reclaim-pte2m-a72" not in arm
+    assert "file-reclaim-pte2m-a72" not in here.default_workloads("x86_64")
+    assert "dirty-reclaim-8cpu" in arm

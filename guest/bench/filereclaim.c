@@ -15,8 +15,9 @@
  *
  * With "pte2m" the page cache is filled by faults on a 2 MB-aligned
  * MADV_HUGEPAGE mapping instead (the fault reads ahead whole PMD-sized
- * folios), which is then unmapped; the measured mapping is MADV_NOHUGEPAGE,
- * so that every 2 MB folio is mapped by 512 PTEs and a young or unmap
+ * folios), which is then unmapped; the measured mapping is 2 MB-aligned
+ * too, and MADV_NOHUGEPAGE, so that every 2 MB folio is mapped by the 512
+ * PTEs of one page table and a young or unmap
  * batch covers a whole page table.  METRIC file_thp_kb (FileHugePages)
  * and file_pmd_mapped_kb (FilePmdMapped) show the shape.
  * Only the memory.reclaim write is timed (METRIC time_ns).
@@ -77,27 +78,49 @@ static int read_all(int fd, size_t size)
 }
 
 /*
+ * Maps @size bytes of @fd shared and read-only at a 2 MB-aligned address,
+ * so that each 2 MB folio of the file lies in one page table.  Returns
+ * MAP_FAILED on failure.
+ */
+static char *map_2m_aligned(int fd, size_t size)
+{
+	size_t total = size + LAB_SZ_2M;
+	char *res, *p;
+
+	res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED)
+		return MAP_FAILED;
+	p = (char *)(((uintptr_t)res + LAB_SZ_2M - 1) & ~(LAB_SZ_2M - 1));
+	if (mmap(p, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != p) {
+		munmap(res, total);
+		return MAP_FAILED;
+	}
+	/* the rest of the reservation, before and after */
+	if (p > res)
+		munmap(res, p - res);
+	if (res + total > p + size)
+		munmap(p + size, res + total - (p + size));
+	return p;
+}
+
+/*
  * Fills the page cache with PMD-sized folios of the file: faults on a
  * 2 MB-aligned MADV_HUGEPAGE mapping read ahead whole 2 MB folios.
  */
 static int fault_in_2m(int fd, size_t size)
 {
-	size_t total = size + LAB_SZ_2M;
 	volatile char sum = 0;
-	char *res, *p;
+	char *p = map_2m_aligned(fd, size);
 
-	res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (res == MAP_FAILED)
+	if (p == MAP_FAILED)
 		return -1;
-	p = (char *)(((uintptr_t)res + LAB_SZ_2M - 1) & ~(LAB_SZ_2M - 1));
-	if (mmap(p, size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != p ||
-	    madvise(p, size, MADV_HUGEPAGE)) {
-		munmap(res, total);
+	if (madvise(p, size, MADV_HUGEPAGE)) {
+		munmap(p, size);
 		return -1;
 	}
 	for (size_t off = 0; off < size; off += 4096)
 		sum += p[off];
-	munmap(res, total);
+	munmap(p, size);
 	return 0;
 }
 
@@ -115,6 +138,10 @@ int main(int argc, char **argv)
 	char *map;
 	int fd, err;
 
+	if (argc > 4 || (argc > 3 && !pte2m)) {
+		fprintf(stderr, "usage: filereclaim [SIZE_MB] [PERCENT] [pte2m]\n");
+		return 1;
+	}
 	if (!xfs)
 		xfs = "/mnt/xfs";
 	if (!lab_is_mounted(xfs, "xfs")) {
@@ -136,7 +163,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "filereclaim: read %s: %s\n", file_path, strerror(errno));
 		return 1;
 	}
-	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	map = pte2m ? map_2m_aligned(fd, size) :
+		mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		perror("mmap");
 		return 1;

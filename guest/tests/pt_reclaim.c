@@ -641,8 +641,9 @@ static void *mv_zapper(void *arg)
 }
 
 /*
- * One pass: stamps one source page itself, so that every pass has a page
- * table and a page to move whatever the scheduler makes of the zapper,
+ * One pass: stamps one source page itself, so that nearly every pass has
+ * a page table and a page to move whatever the scheduler makes of the
+ * zapper (which can still zap between the stamp and the move),
  * then moves the whole source region with one UFFDIO_MOVE, holes allowed,
  * so that the kernel walks the source page table back to back with the
  * zapper freeing it; then checks each page that arrived (found through
