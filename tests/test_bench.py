@@ -180,7 +180,8 @@ def test_workloads_with_other_boot_arguments_get_boots_of_their_own():
         ({}, ["mremap-64k", "pt-reclaim"]), ({"cpus": 8}, ["dirty-reclaim-8cpu"])]
 
 
-def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
+def _boot_once(tmp_path, monkeypatch, arch_name, w):
+    """The run.boot() arguments of one bench boot of w, with a fake boot."""
     seen = {}
 
     def boot(arch_name, kernel, plan, env, name, **kw):
@@ -190,8 +191,12 @@ def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
     (tmp_path / "c").write_text("LAB-READY: 6.12.117-patched\n")
-    bench.boot_bench("x86_64", "patched", [bench.BY_NAME["dirty-reclaim-8cpu"]], 1, True,
-                     0, tmp_path, {})
+    bench.boot_bench(arch_name, "patched", [w], 1, True, 0, tmp_path, {})
+    return seen
+
+
+def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
+    seen = _boot_once(tmp_path, monkeypatch, "x86_64", bench.BY_NAME["dirty-reclaim-8cpu"])
     assert seen["cpus"] == 8 and seen["icount"] and seen["name"] == \
         "x86_64-bench-patched-cpus8-r0"
 
@@ -201,16 +206,7 @@ def test_the_cortex_a72_workload_boots_that_cpu_on_arm64_only(tmp_path, monkeypa
     assert w.runs_on("arm64") and not w.runs_on("x86_64")
     assert bench.BY_NAME["file-reclaim"].runs_on("x86_64")
     assert "pte2m" in w.argv and "pte2m" in w.quick
-    seen = {}
-
-    def boot(arch_name, kernel, plan, env, name, **kw):
-        seen.update(kw, name=name)
-        return run.Boot(tmp_path / "c", 0, True, False, 1.0, stamps=[])
-
-    monkeypatch.setattr(bench.run, "boot", boot)
-    monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
-    (tmp_path / "c").write_text("LAB-READY: 6.12.117-patched\n")
-    bench.boot_bench("arm64", "patched", [w], 1, True, 0, tmp_path, {})
+    seen = _boot_once(tmp_path, monkeypatch, "arm64", w)
     assert seen["cpu"] == "cortex-a72" and seen["icount"]
     assert seen["name"] == "arm64-bench-patched-cpucortex-a72-r0"
 
