@@ -45,6 +45,14 @@ SHORT_ARCHES = ("arm64",)
 # own reclaim suites run once more on the patched kernel with this CPU.
 NO_RANGE_TLBI = {"arm64": ("cortex-a72", ("reclaim_batch", "reclaim_tlb"))}
 
+# CPU features the series' paths depend on, as the kernel names them on its
+# console ("CPU features: detected: ..."): every patched test boot on the
+# default CPU must have them, or the arm64 range flushes and MGLRU's page
+# table walk (arch_has_hw_pte_young()) go untested; the NO_RANGE_TLBI boot
+# must not have the first.
+CPU_FEATURES = {"arm64": ("TLB range maintenance instructions",
+                          "Hardware dirty bit management")}
+
 # Boot parameter exercised by the switches test on the patched kernel: two
 # switches off, an unknown name and a bad value that must be ignored.
 BOOT_PARAM = "foliobatch=pt_reclaim=0,unmap_batch=0,no_such_switch=1,mremap_batch=2"

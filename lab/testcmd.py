@@ -18,6 +18,7 @@ The last line is 'N passed, N failed' (Tally.finish); the exit status is 1 on
 any failure.
 """
 
+import re
 import subprocess
 import sys
 import threading
@@ -186,6 +187,9 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
             b = boot_and_parse(arch_name, flavour, variant, plan, "tests", **TEST_BOOT)
         for what, detail in boot_problems(b):
             tally.add("fail", f"{arch_name}/{variant}/{flavour}/{what}", detail)
+        if flavour == "patched" and arch_name in suites.CPU_FEATURES:
+            cpu_features(tally, f"{arch_name}/{variant}/patched", b,
+                         want=suites.CPU_FEATURES[arch_name])
         per_flavour[flavour] = results.parse(b.text())
     rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour))
     for status, name, detail, _ in rows:
@@ -200,6 +204,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
                                timeout=TEST_BOOT["timeout"], cpu=cpu,
                                accel=TEST_ACCEL)
             tally_boot(tally, f"{arch_name}/{variant}/patched-{cpu}", b)
+            cpu_features(tally, f"{arch_name}/{variant}/patched-{cpu}", b,
+                         unwanted=suites.CPU_FEATURES[arch_name][:1])
     if own and not only and arch_name in here.GUEST_ARCHES:
         here_check(tally, arch_name, variant)
     if own and (not only or "switches" in only):
@@ -221,6 +227,17 @@ def here_check(tally, arch_name, variant):
     ok, detail = here.check_guest_run(b.text(), dest)
     tally.add("pass" if ok else "fail", f"{prefix}/report", "" if ok else
               f"{detail}; console: {b.console}")
+
+
+def cpu_features(tally, prefix, b, want=(), unwanted=()):
+    """A row for the CPU features the kernel reported on the console of
+    boot b: each of want detected, none of unwanted."""
+    found = set(re.findall(r"CPU features: detected: (.+?)(?: on CPU[-\d,]+)?\s*$",
+                           b.text(), re.M))
+    bad = [f"missing: {f}" for f in want if f not in found]
+    bad += [f"detected: {f}" for f in unwanted if f in found]
+    tally.add("fail" if bad else "pass", f"{prefix}/cpu-features",
+              f"{'; '.join(bad)} (console: {b.console})" if bad else "")
 
 
 def tally_boot(tally, prefix, b):

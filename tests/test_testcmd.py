@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from lab import build, deps, source, testcmd
+from lab import build, deps, source, suites, testcmd
 from lab.tally import Tally
 from lab.util import LabError
 
@@ -60,3 +60,50 @@ def test_a_lab_error_in_one_arch_is_a_failed_row_and_the_other_arch_runs(quiet, 
     testcmd.main(tally, ["x86_64", "arm64"], pytest=False, jobs=2)
     assert ("fail", "arm64/default/lab", "the arm64 kernel did not build") in tally.rows
     assert ("pass", "x86_64/x", "") in tally.rows
+
+
+class FakeBoot:
+    console = "/tmp/console.log"
+
+    def __init__(self, text):
+        self._text = text
+
+    def text(self):
+        return self._text
+
+
+MAX_CONSOLE = """[    0.056032] CPU features: detected: TLB range maintenance instructions
+[    0.056074] CPU features: detected: Speculative Store Bypassing Safe (SSBS)
+[    0.084470] CPU features: detected: Hardware dirty bit management on CPU0-1
+"""
+
+
+def test_cpu_features_pass_when_every_wanted_feature_is_detected():
+    tally = Tally()
+    testcmd.cpu_features(tally, "arm64/default/patched", FakeBoot(MAX_CONSOLE),
+                         want=suites.CPU_FEATURES["arm64"])
+    assert tally.count("pass") == 1 and tally.count("fail") == 0
+
+
+def test_cpu_features_fail_names_what_is_missing():
+    # the console of a kernel built without CONFIG_ARM64_HW_AFDBM
+    text = MAX_CONSOLE.splitlines()[0] + "\n"
+    tally = Tally()
+    testcmd.cpu_features(tally, "arm64/default/patched", FakeBoot(text),
+                         want=suites.CPU_FEATURES["arm64"])
+    assert tally.count("fail") == 1
+    assert "missing: Hardware dirty bit management" in str(tally.rows)
+
+
+def test_cpu_features_fail_when_an_unwanted_feature_is_detected():
+    # the cortex-a72 boot exists to run without range TLBI
+    tally = Tally()
+    testcmd.cpu_features(tally, "arm64/default/patched-cortex-a72",
+                         FakeBoot(MAX_CONSOLE), unwanted=suites.CPU_FEATURES["arm64"][:1])
+    assert tally.count("fail") == 1
+    assert "detected: TLB range maintenance instructions" in str(tally.rows)
+    tally = Tally()
+    testcmd.cpu_features(tally, "arm64/default/patched-cortex-a72",
+                         FakeBoot("CPU features: detected: CRC32 instructions\n"),
+                         unwanted=suites.CPU_FEATURES["arm64"][:1])
+    assert tally.count("pass") == 1
