@@ -78,6 +78,8 @@ def _change(a, b):
     if not a or not b or not a[0]:
         return "-"
     rel = (b[0] - a[0]) / a[0]
+    if min(a[2], b[2]) < 2:
+        return f"{rel * 100:+.1f}% (one run: spread unknown)" if rel else "+0.0%"
     noise = abs(rel) <= max(a[1], b[1])
     return f"{rel * 100:+.1f}%" + (" (noise)" if noise and rel else "")
 
@@ -125,7 +127,11 @@ def off_vs_stock(groups, arch, w):
     if noise > OFF_VS_STOCK_TOLERANCE:
         # The runs themselves vary more than the tolerance: no verdict.
         return text + f"; runs vary by {noise:.0%}", None
-    return text, abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
+    ok = abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
+    if min(len(off), len(stock)) < 2:
+        # A verdict, but on one run: whether the workload repeats is unknown.
+        return text + "; one run each, spread unknown", ok
+    return text, ok
 
 
 def markdown(groups, workloads, arch, in_series):
@@ -155,6 +161,8 @@ def markdown(groups, workloads, arch, in_series):
                            f"{fmt(on)} | {_change(off, on)} | {seed} |")
         text, ok = off_vs_stock(groups, arch, w)
         verdict = "INCONCLUSIVE" if ok is None else "OK" if ok else "DIFFERS"
+        if ok is not None and "one run each" in text:
+            verdict += " (one run)"
         checks.append(f"| {w.name} | {verdict} | {text} |")
     if absent:
         out += ["", f"Counters left out on {arch}: no run of the workload shows "

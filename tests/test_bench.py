@@ -73,6 +73,21 @@ def test_report_change_and_off_vs_stock(tmp_path):
     assert ok is None and "vary" in text
 
 
+def test_one_run_each_is_marked_not_judged_as_repeatable():
+    # --min-repeats 1 --repeats 1: a change and a switch-off verdict on one
+    # run each say so, since nothing shows whether the workload repeats
+    w = bench.BY_NAME["pt-reclaim"]
+    runs = [rec("pt-reclaim", "off", 0, 1000, vmpte_after_kb=4144),
+            rec("pt-reclaim", "on", 0, 500, vmpte_after_kb=48),
+            rec("pt-reclaim", "stock", 0, 1200, "stock", vmpte_after_kb=4144)]
+    groups = report.summarize(runs)
+    md = report.markdown(groups, [w], "x86_64", lambda s: True)
+    assert "-50.0% (one run: spread unknown)" in md
+    assert "| pt-reclaim | DIFFERS (one run) |" in md
+    text, ok = report.off_vs_stock(groups, "x86_64", w)
+    assert ok is False and "one run each" in text
+
+
 def test_report_writes_markdown_html_and_png(tmp_path):
     runs = [rec("mremap-4k", m, i, 1000 + i, flavour=f)
             for i in range(2) for m, f in (("off", "patched"), ("on", "patched"),
