@@ -130,7 +130,7 @@ def off_vs_stock(groups, arch, w):
     ok = abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
     if min(len(off), len(stock)) < 2:
         # A verdict, but on one run: whether the workload repeats is unknown.
-        return text + "; one run each, spread unknown", ok
+        return text + "; one run on a side, spread unknown", ok
     return text, ok
 
 
@@ -161,7 +161,7 @@ def markdown(groups, workloads, arch, in_series):
                            f"{fmt(on)} | {_change(off, on)} | {seed} |")
         text, ok = off_vs_stock(groups, arch, w)
         verdict = "INCONCLUSIVE" if ok is None else "OK" if ok else "DIFFERS"
-        if ok is not None and "one run each" in text:
+        if ok is not None and "one run on a side" in text:
             verdict += " (one run)"
         checks.append(f"| {w.name} | {verdict} | {text} |")
     if absent:

@@ -85,7 +85,7 @@ def test_one_run_each_is_marked_not_judged_as_repeatable():
     assert "-50.0% (one run: spread unknown)" in md
     assert "| pt-reclaim | DIFFERS (one run) |" in md
     text, ok = report.off_vs_stock(groups, "x86_64", w)
-    assert ok is False and "one run each" in text
+    assert ok is False and "one run on a side" in text
 
 
 def test_report_writes_markdown_html_and_png(tmp_path):

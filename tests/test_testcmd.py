@@ -107,3 +107,12 @@ def test_cpu_features_fail_when_an_unwanted_feature_is_detected():
                          FakeBoot("CPU features: detected: CRC32 instructions\n"),
                          unwanted=suites.CPU_FEATURES["arm64"][:1])
     assert tally.count("pass") == 1
+
+
+def test_cpu_features_fail_on_a_console_without_feature_lines():
+    # nothing detected is not evidence that range TLBI is absent
+    tally = Tally()
+    testcmd.cpu_features(tally, "arm64/default/patched-cortex-a72",
+                         FakeBoot("Booting Linux on physical CPU 0x0\n"),
+                         unwanted=suites.CPU_FEATURES["arm64"][:1])
+    assert tally.count("fail") == 1

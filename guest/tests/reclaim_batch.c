@@ -332,8 +332,8 @@ static long reclaim_to(const char *amount, unsigned long target, int rounds)
  * /proc/kpageflags, then, for each, reads its first byte with pread(2),
  * which sets PG_referenced, and its last page through the mapping, which
  * makes that PTE alone young.  Every page of the region must be mapped.
- * Returns the number of folios, or -errno; *@single gets how many of them
- * are a single page.
+ * Returns the number of folios, or -errno; adds to *@single how many of
+ * them are a single page.
  */
 static long touch_folio_ends(int fd, off_t off, char *p, long *single)
 {
@@ -388,16 +388,18 @@ static long touch_folio_ends(int fd, off_t off, char *p, long *single)
  * PG_referenced; then each folio of them gets PG_referenced back (pread(2)
  * of its first byte) and its last page is read through the mapping, which
  * sets the access flag of that PTE only (the table walk sets it on x86 and
- * on arm64 with FEAT_HAFDBS; without it, an access flag fault sets the
- * flags of a whole contpte block).  The odd regions are never mapped.
- * Reclaiming 5 MB (less than the 8 MB of odd regions) must leave every
- * page of the even regions in the page cache, and still mapped (RssFile
- * unchanged), while at least 4 MB of the odd regions go.  With the
- * classic LRU, a batch that tested the young bits of only part of a
- * folio's PTEs would find the folios old and reclaim would drop them:
- * without the read of the last pages, 2048 pages of the even regions fall
- * to 1280 on both arches.  With MGLRU they survive without that read too,
- * so there the test shows only that batching keeps them.
+ * on arm64 with FEAT_HAFDBS; without it, as on the cortex-a72 boot, an
+ * access flag fault sets the flags of its whole contpte block).  The odd
+ * regions are never mapped.  Reclaiming 5 MB (less than the 8 MB of odd
+ * regions) must leave every page of the even regions in the page cache,
+ * and still mapped (RssFile unchanged), while at least 4 MB of the odd
+ * regions go.  With the classic LRU, a batch that skipped a folio's last
+ * PTE (say, one that tested only the first) would find the folios it
+ * reaches old and reclaim would drop them: without the read of the last
+ * pages, 2048 pages of the even regions fall to 1280 on both arches.  A
+ * batch that missed only PTEs in the middle of a folio is not caught.
+ * With MGLRU the folios survive without that read too, so there the test
+ * shows only that batching keeps them.
  */
 TEST_F_TIMEOUT(rb, referenced_survive, 300)
 {
