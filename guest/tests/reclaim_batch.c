@@ -328,23 +328,21 @@ static long reclaim_to(const char *amount, unsigned long target, int rounds)
 }
 
 /*
- * Finds the folios of the 2 MB region at @p (file offset @off of @fd) from
- * /proc/kpageflags, then, for each, reads its first byte with pread(2),
- * which sets PG_referenced, and its last page through the mapping, which
- * makes that PTE alone young.  Every page of the region must be mapped.
- * Returns the number of folios, or -errno; adds to *@single how many of
- * them are a single page.
+ * Finds the folios of the 2 MB region at @p (file offset @off of @fd) with
+ * lab_folio_mapped_size(), then, for each, reads its first byte with
+ * pread(2), which sets PG_referenced, and its last page through the
+ * mapping, which makes that PTE alone young.  Every page of the region must
+ * be mapped.  Returns the number of folios, or -errno; adds to *@single how
+ * many of them are a single page.
  */
 static long touch_folio_ends(int fd, off_t off, char *p, long *single)
 {
-	const uint64_t tail = 1ULL << LAB_KPF_COMPOUND_TAIL;
-	static uint64_t pm[PMD_PAGES], kpf[PMD_PAGES];
-	size_t pg, first = 0;
+	size_t first, size;
 	volatile char sink;
 	int pm_fd, kpf_fd;
 	long folios = 0;
 	char byte;
-	int err;
+	int err = 0;
 
 	pm_fd = open("/proc/self/pagemap", O_RDONLY);
 	if (pm_fd < 0)
@@ -355,25 +353,20 @@ static long touch_folio_ends(int fd, off_t off, char *p, long *single)
 		close(pm_fd);
 		return err;
 	}
-	err = lab_pagemap_read(pm_fd, p, PMD_PAGES, pm);
-	for (pg = 0; !err && pg < PMD_PAGES; pg++) {
-		if (!(pm[pg] & LAB_PM_PRESENT) || !(pm[pg] & LAB_PM_PFN_MASK))
-			err = -ENOENT;
-		else
-			err = lab_kpageflags(kpf_fd, pm[pg] & LAB_PM_PFN_MASK, &kpf[pg]);
-	}
-	for (pg = 0; !err && pg < PMD_PAGES; pg++) {
-		if (pg + 1 < PMD_PAGES && (kpf[pg + 1] & tail) &&
-		    (pm[pg + 1] & LAB_PM_PFN_MASK) == (pm[pg] & LAB_PM_PFN_MASK) + 1)
-			continue;	/* pg + 1 is in the same folio */
+	for (first = 0; first < PMD_PAGES; first += size / PSZ) {
+		err = lab_folio_mapped_size(pm_fd, kpf_fd, p + first * PSZ,
+					    (PMD_PAGES - first) * PSZ, &size);
+		if (!err && !size)
+			err = -EINVAL;	/* a folio begun before the region */
+		if (err)
+			break;
 		if (pread(fd, &byte, 1, off + first * PSZ) != 1) {
 			err = -EIO;
 			break;
 		}
-		sink = p[pg * PSZ];
+		sink = p[first * PSZ + size - PSZ];
 		folios++;
-		*single += pg == first;
-		first = pg + 1;
+		*single += size == PSZ;
 	}
 	(void)sink;
 	close(kpf_fd);
