@@ -319,4 +319,28 @@ int lab_uffd_open(void);
  */
 int lab_uffd_open_features(uint64_t features);
 
+/**
+ * lab_kprobe_add() - count the calls of a kernel function
+ * @event: name of the kprobe event, created as lab/@event
+ * @func: kernel function to probe, e.g. "flush_tlb_mm_range"
+ *
+ * Creates the kprobe event "p:lab/@event @func" in tracefs (mounting it on
+ * /sys/kernel/tracing if needed) and enables it with tracing off, so a hit
+ * costs the probe and no ring-buffer write.  An event that exists already
+ * is reused.  Its hits are read with lab_kprobe_hits().
+ *
+ * Return: 0, -ENOENT when the kernel has no such probe-able function
+ * (inlined, notrace or absent), or another -errno.
+ */
+int lab_kprobe_add(const char *event, const char *func);
+
+/**
+ * lab_kprobe_hits() - read the hit count of a lab kprobe event
+ * @event: name given to lab_kprobe_add()
+ *
+ * Return: the hits since the event was created (from kprobe_profile), or
+ * -ENOENT if there is no such event, or another -errno.
+ */
+long long lab_kprobe_hits(const char *event);
+
 #endif /* LAB_H */

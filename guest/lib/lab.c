@@ -12,6 +12,7 @@
 #include <string.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -494,4 +495,54 @@ int lab_uffd_open_features(uint64_t features)
 		return err;
 	}
 	return fd;
+}
+
+#define LAB_TRACING	"/sys/kernel/tracing"
+
+int lab_kprobe_add(const char *event, const char *func)
+{
+	char path[256], def[256];
+	ssize_t n;
+	int fd, err;
+
+	if (!lab_path_exists(LAB_TRACING "/kprobe_events") &&
+	    mount("tracefs", LAB_TRACING, "tracefs", 0, NULL))
+		return -errno;
+	snprintf(path, sizeof(path), LAB_TRACING "/events/lab/%s/enable", event);
+	if (lab_path_exists(path))
+		return 0;
+	err = lab_write_file(LAB_TRACING "/tracing_on", "0");
+	if (err)
+		return err;
+	/* O_APPEND: a plain write would replace every other event. */
+	fd = open(LAB_TRACING "/kprobe_events", O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return -errno;
+	snprintf(def, sizeof(def), "p:lab/%s %s", event, func);
+	n = write(fd, def, strlen(def));
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	/* the kernel answers EINVAL or ENOENT for a symbol it cannot probe */
+	if (err == -EINVAL)
+		err = -ENOENT;
+	return err ? err : lab_write_file(path, "1");
+}
+
+long long lab_kprobe_hits(const char *event)
+{
+	FILE *f = fopen(LAB_TRACING "/kprobe_profile", "r");
+	char key[128], want[128];
+	long long hits, misses, found = -ENOENT;
+
+	if (!f)
+		return -errno;
+	snprintf(want, sizeof(want), "%s", event);
+	while (fscanf(f, "%127s %lld %lld", key, &hits, &misses) == 3) {
+		if (!strcmp(key, want)) {
+			found = hits;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
 }
