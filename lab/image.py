@@ -295,7 +295,7 @@ def plan_cpio(arch_name, plan_text, env, dest):
     tmp = Path(dest).with_suffix(".d")
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "plan.sh").write_text(plan_text)
-    (tmp / "env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    (tmp / "env").write_text("".join(f"{k}='{v}'\n" for k, v in env.items()))
     cl = CpioList()
     cl.dirs.add("/lab")
     cl.file("/lab/plan.sh", tmp / "plan.sh", 0o755)

@@ -96,7 +96,6 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
     console = logs / f"console-{name}.log"
     tmp = Path(tempfile.mkdtemp(prefix=f"boot-{name}-", dir=config.WORK))
     try:
-        initrd = image.plan_cpio(arch_name, plan, env, tmp / "initrd.cpio")
         disks = []
         if xfs_mb:
             make_disk(tmp / "xfs.img", xfs_mb, xfs=True)
@@ -104,6 +103,9 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
         if swap_mb:
             make_disk(tmp / "swap.img", swap_mb)
             disks.append((tmp / "swap.img", "labswap"))
+        # the guest's /init checks that each disk came up (LAB-ERROR if not)
+        env = dict(env, LAB_DISKS=" ".join(serial for _, serial in disks))
+        initrd = image.plan_cpio(arch_name, plan, env, tmp / "initrd.cpio")
         cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=mem_mb, cpus=cpus,
                        append=append, disks=disks, icount=icount, accel=accel,
                        cpu=cpu, extra=extra)

@@ -2,7 +2,9 @@
 
 Shared by 'lab test' (testcmd) and 'lab harden': the boot prints the plan's
 progress lines, and a boot fails when it never reaches the plan, never
-finishes, or its console shows a kernel report (results.REPORTS).
+finishes, its console shows a kernel report (results.REPORTS), or the
+guest's /init says the lab's own set-up failed (a LAB-ERROR line: the XFS
+disk did not mount, swap did not come up, no plan).
 """
 
 from . import build, results, run
@@ -42,7 +44,13 @@ def boot_problems(b):
         probs.append(("completed", f"timed out; console: {b.console}"))
     elif b.exit_code is None:
         probs.append(("completed", f"no LAB-EXIT (crash?); console: {b.console}"))
-    reports = results.kernel_reports(b.text())
+    text = b.text()
+    setup = [line.strip() for line in text.splitlines() if line.startswith("LAB-ERROR")]
+    if setup:
+        probs.append(("setup", f"{setup[0]}" + (f" (+{len(setup) - 1} more)"
+                                                 if len(setup) > 1 else "") +
+                      f"; console: {b.console}"))
+    reports = results.kernel_reports(text)
     if reports:
         probs.append(("console", f"{len(reports)} kernel report line(s), first: "
                       f"{reports[0]}; console: {b.console}"))
