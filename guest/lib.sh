@@ -41,6 +41,78 @@ lab_run() {
 	esac
 }
 
+# lab_run_cases NAME TIMEOUT PROG: run each case that "PROG -l" lists on its
+# own, as "PROG -f CASE" (uffd-unit-tests), so that a case in which the
+# program exits (its err() does) does not take the cases after it along.
+# Each "Testing CASE on MEM... done|failed [...]|skipped [...]" line of the
+# run's own case becomes a subtest; so does a case line with no outcome (the
+# program died in it, its ERROR line is kept above the result), and a run
+# that failed without a failed case line.  -f matches substrings, so a run
+# also does the cases whose names contain CASE: their lines are dropped,
+# each is reported by its own run.
+lab_run_cases() {
+	name=$1
+	limit=$2
+	prog=$3
+	LAB_N=$((LAB_N + 1))
+	echo "# lab: start $name: $prog, one run per case"
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	cases=$("$prog" -l)
+	rc=$?
+	sub=0
+	bad=0
+	[ $rc -eq 0 ] && [ -n "$cases" ] || bad=1
+	for c in $cases; do
+		timeout "$limit" "$prog" -f "$c" > /tmp/lab-case.out 2>&1
+		crc=$?
+		out=$(awk -v c="$c" -v n="$sub" -v rc="$crc" '
+		function result(ok, what, note) {
+			n++
+			if (note != "")
+				print "# " note
+			print (ok ? "ok " : "not ok ") n " " what
+			if (!ok)
+				failed = 1
+		}
+		index($0, "Testing " c " on ") == 1 {
+			rest = substr($0, length("Testing " c " on ") + 1)
+			at = index(rest, "... ")
+			if (!at) {
+				result(0, c " on " rest, "no outcome: " $0)
+				next
+			}
+			mem = substr(rest, 1, at - 1)
+			out = substr(rest, at + 4)
+			if (out == "done")
+				result(1, c " on " mem, "")
+			else if (out ~ /^skipped/)
+				print "ok " ++n " " c " on " mem " # SKIP " out
+			else
+				result(0, c " on " mem, $0)
+			next
+		}
+		/^Testing / { next }
+		{ print "# " $0 }
+		END {
+			if (rc != 0 && !failed)
+				result(0, c " (exit " rc ")", "")
+			print "LAB-CASES " n
+		}' /tmp/lab-case.out)
+		echo "$out" | grep -v '^LAB-CASES ' | lab_indent
+		sub=$(echo "$out" | sed -n 's/^LAB-CASES //p')
+		echo "$out" | grep -q '^not ok ' && bad=1
+	done
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
+	if [ $bad -eq 0 ]; then
+		echo "ok $LAB_N $name"
+	elif [ $rc -ne 0 ] || [ -z "$cases" ]; then
+		echo "not ok $LAB_N $name # '$prog -l' exit $rc, no cases"
+	else
+		echo "not ok $LAB_N $name # a case failed"
+	fi
+}
+
 # lab_sysfs FILE VALUE: write a sysfs/proc knob, or say why not.
 lab_sysfs() {
 	echo "$2" > "$1" || echo "# lab: could not write '$2' to $1"

@@ -16,9 +16,11 @@ SUB_RE = re.compile(r"^    (not ok|ok) (\d+) (.*?)(?:\s+#\s*(SKIP|TODO|XFAIL)\b(
 START_RE = re.compile(r"^# lab: start ([^:\s]+):")
 TOOK_RE = re.compile(r"^# lab: (\S+) took (\d+(?:\.\d+)?) s$")
 
-# Kernel reports that fail a boot.  Only lines printed by the kernel (with a
-# printk timestamp) count, so a program that prints "WARNING" does not.
-KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\]\s(.*)$")
+# Kernel reports that fail a boot.  Only text printed by the kernel (after a
+# printk timestamp) counts, so a program that prints "WARNING" does not.  The
+# serial console is shared: a kernel line can start in the middle of a line a
+# program was printing, so a timestamp counts wherever it stands.
+KERNEL_TEXT = re.compile(r"\[\s*\d+\.\d+\]\s")
 REPORTS = [
     re.compile(p) for p in (
         r"\bBUG: ", r"kernel BUG at", r"^Oops", r"Internal error: Oops",
@@ -28,7 +30,11 @@ REPORTS = [
         r"possible (circular|recursive) locking", r"inconsistent lock state",
         r"Bad rss-counter", r"Bad page (state|map)", r"page_table_check",
         r"soft lockup", r"hard LOCKUP", r"blocked for more than \d+ seconds",
-        r"rcu: INFO: rcu_\w+ detected stall",
+        r"rcu: INFO: rcu_\w+ detected stall", r"rcu: .*self-detected stall",
+        # pmd_ERROR()/pte_ERROR(): a page table entry that is not one, as a
+        # wrongly freed or retracted PTE table shows
+        r"\bbad p(te|md|ud|4d|gd)\b",
+        r"Bad swap file entry", r"Bad swap offset entry",
     )
 ]
 
@@ -39,22 +45,36 @@ class Result:
     status: str        # pass | fail | skip
     detail: str = ""
     program: str = ""
-    errors: tuple = ()  # the program's own output lines that say ERROR
+    # the program's own output lines that report a failure (FAILURE_LINE):
+    # for a subtest, those printed since the previous subtest's result
+    errors: tuple = ()
+
+
+# A line of a program's own output that reports a failure: kselftest's and
+# uffd's "ERROR: ...", khugepaged's "Fail", uffd's "failed [reason: ...]".
+FAILURE_LINE = re.compile(r"ERROR|\bFail(ed)?\b|\bfailed\b|\bFAIL\b")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def failure_shape(line):
+    """A failure line with colours dropped and numbers (addresses, errno,
+    line numbers, counts) as N: what stays the same from run to run."""
+    return _NUMBER.sub("N", _ANSI.sub("", line)).strip()
 
 
 def parse(text):
     """Return the list of leaf Results in a console text."""
     results = []
     subs = []
-    errors = []
+    errors = []         # the program's failure lines
+    since = []          # ... since its last subtest result
     current = None
     for line in text.splitlines():
         m = START_RE.match(line)
         if m:
-            current, subs, errors = m.group(1), [], []
+            current, subs, errors, since = m.group(1), [], [], []
             continue
-        if current and "ERROR" in line:
-            errors.append(line.strip())
         m = SUB_RE.match(line)
         if m and current:
             status = "fail" if m.group(1).lower() == "not ok" else "pass"
@@ -62,8 +82,12 @@ def parse(text):
             if directive == "SKIP":
                 status = "skip"
             subs.append(Result(f"{current}/{m.group(3).strip()}", status,
-                               (m.group(5) or "").strip(), current))
+                               (m.group(5) or "").strip(), current, tuple(since)))
+            since = []
             continue
+        if current and FAILURE_LINE.search(_ANSI.sub("", line)):
+            errors.append(line.strip())
+            since.append(line.strip())
         m = TOP_RE.match(line)
         if m:
             prog = m.group(3)
@@ -100,15 +124,20 @@ def _unique(subs):
 
 
 def kernel_reports(text):
-    """Kernel report lines (oops, BUG, WARNING, KASAN, lockdep, ...)."""
+    """Kernel report lines (oops, BUG, WARNING, KASAN, lockdep, ...): each
+    console line with kernel text (after a printk timestamp, at the start of
+    the line or in it) that matches REPORTS."""
     found = []
     for line in text.splitlines():
-        m = KERNEL_LINE.match(line)
-        if not m:
-            continue
-        msg = m.group(1)
-        if any(p.search(msg) for p in REPORTS):
-            found.append(line.strip())
+        for m in KERNEL_TEXT.finditer(line):
+            msg = line[m.end():]
+            # the text up to the next timestamp is this message's
+            nxt = KERNEL_TEXT.search(msg)
+            if nxt:
+                msg = msg[:nxt.start()]
+            if any(p.search(msg) for p in REPORTS):
+                found.append(line.strip())
+                break
     return found
 
 

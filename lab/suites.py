@@ -71,32 +71,56 @@ def is_upstream(program):
     return program in SELFTEST_ARGS
 
 
+def stock_only(leaf):
+    """Whether a leaf ("program/name") is one of the own tests' cases that
+    run on the stock kernel only and SKIP on patched by design: a fixture
+    variant named stock or stock_* (kselftest_harness names a case
+    fixture.variant.test), or a test named stock_*."""
+    program, _, name = leaf.partition("/")
+    if is_upstream(program):
+        return False
+    return any(part == "stock" or part.startswith("stock_") for part in name.split("."))
+
+
+# Upstream programs whose cases run one at a time (guest/lib.sh
+# lab_run_cases): each case is a leaf, and a case in which the program exits
+# does not stop the cases after it.  program -> seconds per case.
+CASE_PROGRAMS = {"uffd-unit-tests": 300}
+
 # Upstream failures that stock 6.12 shows too, but not in every run, so
 # that a run where only the patched kernel hit one would otherwise count it
-# as a regression.  program -> (the program's only ERROR line, where stock
-# was seen failing).  A failure with any other ERROR line still counts.
+# as a regression.  program -> (the leaves it excuses, the only failure line
+# such a leaf may print, where stock was seen failing).  Any other leaf of
+# the program, or another failure line, still counts.
 KNOWN_STOCK_FAILURES = {
     "uffd-unit-tests": (
-        re.compile(r"^Testing events(-wp)? on anon\.\.\. ERROR: UFFDIO_COPY error: -2 "),
+        re.compile(r"^uffd-unit-tests/events(-wp)? on anon$"),
+        re.compile(r"^(# )?Testing events(-wp)? on anon\.\.\. "
+                   r"ERROR: UFFDIO_COPY error: -2 "),
         "stock x86_64, lab test of 2026-11-23 (console-x86_64-default-stock-tests.log)"),
 }
 
 
-def known_stock_failure(program, errors):
-    """Where stock 6.12 was seen failing the same way, when every ERROR line
-    of a failed upstream program matches its KNOWN_STOCK_FAILURES entry;
-    else None."""
-    known = KNOWN_STOCK_FAILURES.get(program)
-    if not known or not errors:
+def known_stock_failure(leaf):
+    """Where stock 6.12 was seen failing the same way, when a failed leaf
+    (a results.Result) is one its KNOWN_STOCK_FAILURES entry excuses and
+    every failure line it printed matches; else None."""
+    known = KNOWN_STOCK_FAILURES.get(leaf.program)
+    if not known or not leaf.errors:
         return None
-    pattern, seen = known
-    return seen if all(pattern.match(e) for e in errors) else None
+    name, line, seen = known
+    if not name.match(leaf.name):
+        return None
+    return seen if all(line.match(e) for e in leaf.errors) else None
 
 
 def _lines(entries):
     body = [f"lab_plan {len(entries)}"]
     for name, timeout, argv in entries:
-        body.append(f"lab_run {name} {timeout} {' '.join(argv)}")
+        if name in CASE_PROGRAMS:
+            body.append(f"lab_run_cases {name} {CASE_PROGRAMS[name]} {' '.join(argv)}")
+        else:
+            body.append(f"lab_run {name} {timeout} {' '.join(argv)}")
     return PROLOGUE + "\n".join(body) + "\n"
 
 
@@ -119,6 +143,24 @@ def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
     if only:
         entries = [e for e in entries if e[0] in only]
     return _lines(entries)
+
+
+# The own tests that race two threads against each other (a PTE table freed
+# or moved under a walker, a write lost under reclaim): 'lab test' runs them
+# once more in a boot with one host thread per vCPU (testcmd.RACE_ACCEL).
+# program -> its kselftest_harness test names (run with -t NAME).
+RACE_TESTS = {
+    "pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp", "collapse_race"),
+    "reclaim_tlb": ("no_lost_write_anon", "no_lost_write_file", "pt_race_under_reclaim"),
+}
+
+
+def race_plan(races, variant="default"):
+    """A plan that runs the named tests of each program ({program: names})."""
+    scale = TIMEOUT_SCALE[variant]
+    return _lines([(prog, scale * OWN_TIMEOUTS.get(prog, 600),
+                    [f"/lab/tests/{prog}"] + [a for n in names for a in ("-t", n)])
+                   for prog, names in sorted(races.items())])
 
 
 def boot_param_plan():

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import xml.etree.ElementTree as ET
 
 from . import build, cache, config, deps, here, image, results, run, source, suites
@@ -33,15 +34,21 @@ from .util import LabError, Timer, say
 def run_pytest(tally):
     xml = config.WORK / "results" / "pytest.xml"
     xml.parent.mkdir(parents=True, exist_ok=True)
+    xml.unlink(missing_ok=True)
     say("host unit tests (pytest)")
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         f"--junitxml={xml}", str(config.REPO / "tests")],
                        cwd=config.REPO, capture_output=True, text=True)
-    if not xml.exists():
-        print(p.stdout + p.stderr)
-        tally.add("fail", "host/pytest", "pytest did not run")
-        return
-    for case in ET.parse(xml).getroot().iter("testcase"):
+    tally_pytest(tally, p.returncode, xml, p.stdout + p.stderr)
+
+
+def tally_pytest(tally, returncode, xml, output):
+    """Rows of one pytest run: one per test case of its JUnit XML, and a
+    failed row host/pytest when it ran no test case (exit 5: none collected;
+    or no report) or ended other than by passing or failing tests (exit 2
+    interrupted, 3 internal error, 4 usage error)."""
+    cases = list(ET.parse(xml).getroot().iter("testcase")) if xml.exists() else []
+    for case in cases:
         name = f"host/{case.get('classname')}.{case.get('name')}"
         if case.find("failure") is not None or case.find("error") is not None:
             tally.add("fail", name)
@@ -49,35 +56,69 @@ def run_pytest(tally):
             tally.add("skip", name)
         else:
             tally.add("pass", name)
-    if p.returncode not in (0, 1):
-        print(p.stdout + p.stderr)
+    problem = None
+    if not cases:
+        problem = f"pytest ran no test (exit {returncode}" + \
+            ("" if xml.exists() else ", no JUnit report") + ")"
+    elif returncode not in (0, 1):
+        problem = f"pytest exit {returncode}"
+    if problem:
+        print(output)
+        tally.add("fail", "host/pytest", problem)
 
 
 def judge(arch_name, variant, per_flavour):
     """Leaf verdicts of the main boots of one arch, as (status, name, detail,
     program); status 'regress' marks an upstream leaf that passes on stock
-    and fails on patched."""
+    and fails, is skipped or is missing on patched (retry_regressions()
+    re-runs those).  A leaf that passes on stock and is skipped or missing
+    on patched fails, unless it only runs on stock (suites.stock_only)."""
     rows = []
     stock = {r.name: r for r in per_flavour.get("stock", [])}
     for flavour, leaves in per_flavour.items():
         for r in leaves:
             name = f"{arch_name}/{variant}/{flavour}/{r.name}"
-            if r.status != "fail" or not suites.is_upstream(r.program):
+            was = stock.get(r.name)
+            lost = (flavour != "stock" and r.status == "skip" and was
+                    and was.status == "pass" and not suites.stock_only(r.name))
+            if lost:
+                rows.append(("regress" if suites.is_upstream(r.program) else "fail",
+                             name, f"passes on stock, skipped on patched: {r.detail}",
+                             r.program))
+            elif r.status != "fail" or not suites.is_upstream(r.program):
                 rows.append((r.status, name, r.detail if r.status != "pass" else "",
                              r.program))
             elif flavour == "stock":
                 rows.append(("stockfail", name, "upstream test fails on stock 6.12",
                              r.program))
-            elif stock.get(r.name) and stock[r.name].status == "fail":
-                rows.append(("stockfail", name, "fails on stock too", r.program))
-            elif seen := suites.known_stock_failure(r.program, r.errors):
+            elif was and was.status == "fail":
+                new = new_failure_lines(r, was)
+                rows.append(("regress", name, "fails on stock too, but printed failure "
+                             f"lines stock did not: {new[0]}", r.program) if new else
+                            ("stockfail", name, "fails on stock too", r.program))
+            elif seen := suites.known_stock_failure(r):
                 rows.append(("stockfail", name, "fails the way stock 6.12 was seen "
                              f"failing ({seen}): {r.errors[0]}", r.program))
             else:
                 rows.append(("regress", name, "fails on patched, passes on stock"
-                             if r.name in stock else "fails on patched; no stock result",
+                             if was else "fails on patched; no stock result",
                              r.program))
+        if flavour == "stock" or not stock:
+            continue
+        have = {r.name for r in leaves}
+        for n, was in stock.items():
+            if n not in have and was.status == "pass" and not suites.stock_only(n):
+                rows.append(("regress" if suites.is_upstream(was.program) else "fail",
+                             f"{arch_name}/{variant}/{flavour}/{n}",
+                             "passes on stock, missing on patched", was.program))
     return rows
+
+
+def new_failure_lines(patched, stock):
+    """The failure lines of a patched leaf whose shape (results.failure_shape)
+    the same leaf on stock did not print."""
+    seen = {results.failure_shape(e) for e in stock.errors}
+    return [e for e in patched.errors if results.failure_shape(e) not in seen]
 
 
 def retry_regressions(arch_name, variant, rows, attempts=2):
@@ -85,13 +126,17 @@ def retry_regressions(arch_name, variant, rows, attempts=2):
 
     Upstream selftests can be racy under emulation (uffd-unit-tests' events
     test saw UFFDIO_COPY fail with ENOENT on stock once).  A program whose
-    failing leaves pass in a re-run is reported as FLAKY, not hidden; one
-    that fails in every attempt stays a failure.
+    regressed leaves all PASS in a re-run is reported as FLAKY, not hidden;
+    a leaf that fails, skips or is missing in every re-run stays a failure.
+    A re-run boot's own problems (a kernel report, a timeout, no exit
+    marker) are failed rows of their own: a patched kernel that warns in a
+    re-run fails the run.
     """
     progs = sorted({r[3] for r in rows if r[0] == "regress"})
     if not progs:
         return rows
     passed = set()
+    extra = []
     for attempt in range(1, attempts + 1):
         todo = [p for p in progs if p not in passed]
         if not todo:
@@ -100,22 +145,26 @@ def retry_regressions(arch_name, variant, rows, attempts=2):
         plan = suites.test_plan(arch_name, only=set(todo), variant=variant)
         b = boot_and_parse(arch_name, "patched", variant, plan, f"retry{attempt}",
                            **TEST_BOOT)
-        leaves = {r.name: r for r in results.parse(b.text())}
-        if boot_problems(b):
+        problems = boot_problems(b)
+        for what, detail in problems:
+            extra.append(("fail", f"{arch_name}/{variant}/patched-retry{attempt}/{what}",
+                          detail, ""))
+        if problems:
             continue
+        leaves = {r.name: r for r in results.parse(b.text())}
         for p in todo:
             failing = [r[1].split("/patched/", 1)[1] for r in rows
                        if r[0] == "regress" and r[3] == p]
-            if all(leaves.get(n) and leaves[n].status != "fail" for n in failing):
+            if all(leaves.get(n) and leaves[n].status == "pass" for n in failing):
                 passed.add(p)
     out = []
     for status, name, detail, prog in rows:
         if status == "regress":
             status = "flaky" if prog in passed else "fail"
             detail += "; passed when re-run" if prog in passed else \
-                f"; failed in {attempts} re-runs too"
+                f"; not passed in {attempts} re-runs either"
         out.append((status, name, detail, prog))
-    return out
+    return out + extra
 
 
 # The main test boots of both flavours (the stock cache's key holds these).
@@ -131,6 +180,11 @@ def retry_regressions(arch_name, variant, rows, attempts=2):
 # with MTTCG they took 224 s and 270 s.  The programs of the suites are
 # functional tests; 'lab harden', which hunts races, keeps MTTCG.
 TEST_ACCEL = "tcg,thread=single"
+# ... and the race tests (suites.RACE_TESTS) once more in a boot of their own
+# with one host thread per vCPU, where both vCPUs really run at once and a
+# race window opens at any instruction, not only where the round-robin
+# scheduler switches vCPUs.
+RACE_ACCEL = "tcg,thread=multi"
 TEST_BOOT = {"append": "", "cpus": 2, "mem_mb": 2048, "timeout": 3600,
              "accel": TEST_ACCEL}
 
@@ -151,6 +205,9 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
                 disks_mb=[run.XFS_MB, run.SWAP_MB])
     k, inputs = cache.key(files, plan, args)
     hit = cache.load(name, k) if use_cache else None
+    if hit and failed_leaves(hit[1]):
+        say(f"{name}: the stored boot {hit[0]} has failed leaves; not reused")
+        hit = None
     if hit:
         entry, b = hit
         say(f"stock results reused from {entry} (key {k[:16]}); "
@@ -159,11 +216,19 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
     say(f"{name}: {'no stored boot' if use_cache else '--no-cache'} for key "
         f"{k[:16]}; booting")
     b = boot_and_parse(arch_name, "stock", variant, plan, "tests", **TEST_BOOT)
+    failed = failed_leaves(b)
     if boot_problems(b):
         say(f"{name}: the boot failed; not stored")
+    elif failed:
+        say(f"{name}: {len(failed)} leaves failed ({failed[0]}, ...); not stored, so "
+            "that a chance stock failure excuses nothing in later runs")
     else:
         say(f"{name}: results stored in {cache.store(name, k, inputs, b)}")
     return b
+
+
+def failed_leaves(b):
+    return [r.name for r in results.parse(b.text()) if r.status == "fail"]
 
 
 # Guest images share their tools (gen_init_cpio, the Debian package cache):
@@ -191,6 +256,9 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
             cpu_features(tally, f"{arch_name}/{variant}/patched", b,
                          want=suites.CPU_FEATURES[arch_name])
         per_flavour[flavour] = results.parse(b.text())
+        if not per_flavour[flavour]:
+            tally.add("fail", f"{arch_name}/{variant}/{flavour}/results",
+                      f"no test result on the console: {b.console}")
     rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour))
     for status, name, detail, _ in rows:
         tally.add(status, name, detail)
@@ -207,6 +275,11 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
             if arch_name in suites.CPU_FEATURES:
                 cpu_features(tally, f"{arch_name}/{variant}/patched-{cpu}", b,
                              unwanted=suites.CPU_FEATURES[arch_name][:1])
+    races = {p: ts for p, ts in suites.RACE_TESTS.items() if not only or p in only}
+    if own and races:
+        b = boot_and_parse(arch_name, "patched", variant, suites.race_plan(races, variant),
+                           "mttcg", timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
+        tally_boot(tally, f"{arch_name}/{variant}/patched-mttcg", b)
     if own and not only and arch_name in here.GUEST_ARCHES:
         here_check(tally, arch_name, variant)
     if own and (not only or "switches" in only):
@@ -244,20 +317,31 @@ def cpu_features(tally, prefix, b, want=(), unwanted=()):
 
 
 def tally_boot(tally, prefix, b):
-    """Rows for an extra patched boot: its own problems and every leaf."""
+    """Rows for an extra patched boot: its own problems and every leaf (a
+    boot without any is a failure)."""
     for what, detail in boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
-    for r in results.parse(b.text()):
+    leaves = results.parse(b.text())
+    for r in leaves:
         tally.add(r.status, f"{prefix}/{r.name}", r.detail if r.status != "pass" else "")
+    if not leaves:
+        tally.add("fail", f"{prefix}/results", f"no test result on the console: {b.console}")
 
 
 def guarded_test_arch(tally, arch_name, *args):
-    """test_arch(), with a LabError as a failed row of that arch."""
+    """test_arch(), with any exception as a failed row of that arch; return
+    whether the arch reported (False only for an exit that is not an
+    Exception, e.g. SystemExit, which main() turns into a row)."""
+    where = f"{arch_name}/{args[0]}/lab"
     try:
         test_arch(tally, arch_name, *args)
     except LabError as e:
-        tally.add("fail", f"{arch_name}/{args[0]}/lab", str(e).splitlines()[0])
+        tally.add("fail", where, str(e).splitlines()[0])
         print(str(e), file=sys.stderr)
+    except Exception as e:
+        tally.add("fail", where, f"{type(e).__name__}: {e}".splitlines()[0])
+        traceback.print_exc()
+    return True
 
 
 def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
@@ -276,17 +360,27 @@ def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
     if pytest:
         run_pytest(tally)
     args = (variant, own, upstream, only, use_cache)
+    reported = set()
+
+    def one(arch_name):
+        if guarded_test_arch(tally, arch_name, *args):
+            reported.add(arch_name)
+
     if jobs <= 1 or len(arches) <= 1:
         for arch_name in arches:
-            guarded_test_arch(tally, arch_name, *args)
-        return
-    pending = list(arches)
-    while pending:
-        batch, pending = pending[:jobs], pending[jobs:]
-        threads = [threading.Thread(target=guarded_test_arch, name=f"test-{a}",
-                                    args=(tally, a) + args) for a in batch]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-
+            one(arch_name)
+    else:
+        pending = list(arches)
+        while pending:
+            batch, pending = pending[:jobs], pending[jobs:]
+            threads = [threading.Thread(target=one, name=f"test-{a}", args=(a,))
+                       for a in batch]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+    # an arch whose thread ended without a word must not pass by silence
+    for arch_name in arches:
+        if arch_name not in reported:
+            tally.add("fail", f"{arch_name}/{variant}/lab", "the arch's tests ended "
+                      "without reporting (see the traceback above)")

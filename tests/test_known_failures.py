@@ -1,51 +1,131 @@
-"""Host unit tests of suites.known_stock_failure() and its use in
-testcmd.judge(): an upstream failure that stock 6.12 shows in some runs
-is listed as STOCK-FAIL only when every ERROR line of the program is the
-known one."""
+"""Host unit tests of how upstream failures are judged: the one known stock
+flake (suites.KNOWN_STOCK_FAILURES) excuses only its own uffd-unit-tests case
+with its own failure line; uffd-unit-tests runs case by case
+(guest/lib.sh lab_run_cases), so a case that exits the program does not
+take the cases after it along; and a whole-program leaf that fails on stock
+too still fails when patched prints a failure line stock did not."""
 
-from lab import results, suites, testcmd
+import subprocess
+
+from lab import config, results, suites, testcmd
 
 KNOWN = ("Testing events on anon... ERROR: UFFDIO_COPY error: -2 "
          "(errno=2, @uffd-common.c:617)")
+OTHER = "Testing move on anon... ERROR: UFFDIO_MOVE error: -22 (errno=22, @uffd-common.c:1)"
+
+# A stand-in for uffd-unit-tests: -l lists the cases, -f runs those whose
+# names contain the filter; ERROR_IN names a case in which it exits (err()).
+FAKE = r"""#!/bin/sh
+if [ "$1" = -l ]; then printf 'move\nmove-pmd\nevents\npoison\n'; exit 0; fi
+for t in move move-pmd events poison; do
+	case $t in *"$2"*) ;; *) continue ;; esac
+	for m in anon shmem; do
+		printf "Testing $t on $m... "
+		if [ "$t on $m" = "$ERROR_IN" ]; then
+			echo "$ERROR_LINE" >&2
+			exit 1
+		fi
+		if [ "$t on $m" = "$FAIL_IN" ]; then
+			echo "failed [reason: wrong data]"
+			continue
+		fi
+		echo done
+	done
+done
+"""
 
 
-def console(*errors, ok=False):
-    lines = ["# lab: start uffd-unit-tests: /lab/selftests/mm/uffd-unit-tests",
-             "    Testing sigbus-wp on anon... done"]
-    lines += [f"    {e}" for e in errors]
-    lines.append("ok 13 uffd-unit-tests" if ok else "not ok 13 uffd-unit-tests # exit 1")
-    return "\n".join(lines) + "\n"
+def run_cases(tmp_path, **env):
+    prog = tmp_path / "uffd-unit-tests"
+    prog.write_text(FAKE)
+    prog.chmod(0o755)
+    script = (f". {config.GUEST / 'lib.sh'}\n"
+              f"lab_run_cases uffd-unit-tests 60 {prog}\n")
+    # the guest runs lib.sh with busybox sh; bash has its pipefail too
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "ERROR_LINE": "", **env})
+    return p.stdout
 
 
-def test_parse_keeps_the_programs_error_lines():
-    [r] = results.parse(console(KNOWN))
-    assert r.status == "fail" and r.errors == (KNOWN,)
+def leaves(text):
+    return {r.name: r for r in results.parse(text)}
 
 
-def test_the_known_stock_failure_is_recognised():
-    assert suites.known_stock_failure("uffd-unit-tests", (KNOWN,))
+def test_every_case_is_a_leaf(tmp_path):
+    out = run_cases(tmp_path)
+    got = leaves(out)
+    assert sorted(got) == sorted(f"uffd-unit-tests/{t} on {m}"
+                                 for t in ("move", "move-pmd", "events", "poison")
+                                 for m in ("anon", "shmem"))
+    assert all(r.status == "pass" for r in got.values())
+    assert "\nok 1 uffd-unit-tests\n" in out
 
 
-def test_another_error_or_program_is_not():
-    other = "Testing move on anon... ERROR: UFFDIO_MOVE error: -22"
-    assert not suites.known_stock_failure("uffd-unit-tests", (KNOWN, other))
-    assert not suites.known_stock_failure("uffd-unit-tests", (other,))
-    assert not suites.known_stock_failure("uffd-unit-tests", ())
-    assert not suites.known_stock_failure("cow", (KNOWN,))
+def test_a_case_that_exits_the_program_fails_and_the_later_cases_still_run(tmp_path):
+    out = run_cases(tmp_path, ERROR_IN="events on anon", ERROR_LINE=KNOWN.split("... ")[1])
+    got = leaves(out)
+    assert got["uffd-unit-tests/events on anon"].status == "fail"
+    assert got["uffd-unit-tests/events on anon"].errors == ("# " + KNOWN,)
+    # the cases after it, in runs of their own
+    assert got["uffd-unit-tests/poison on shmem"].status == "pass"
+    # events on shmem was in the run that exited: missing, not passed
+    assert "uffd-unit-tests/events on shmem" not in got
+    assert "not ok 1 uffd-unit-tests" in out
 
 
-def test_judge_lists_it_as_stock_fail_when_stock_passed_this_run():
-    stock = results.parse(console(ok=True))
-    patched = results.parse(console(KNOWN))
-    rows = testcmd.judge("x86_64", "default", {"stock": stock, "patched": patched})
-    [row] = [r for r in rows if "/patched/" in r[1]]
-    assert row[0] == "stockfail" and "stock 6.12 was seen failing" in row[2]
+def test_a_failed_case_line_is_a_failed_leaf(tmp_path):
+    got = leaves(run_cases(tmp_path, FAIL_IN="move-pmd on shmem"))
+    r = got["uffd-unit-tests/move-pmd on shmem"]
+    assert r.status == "fail" and "failed [reason: wrong data]" in r.errors[0]
+    # the run of 'move' also ran move-pmd: its lines are dropped there
+    assert "uffd-unit-tests/move-pmd on shmem #2" not in got
 
 
-def test_judge_still_counts_an_unknown_failure():
-    other = "Testing move on anon... ERROR: UFFDIO_MOVE error: -22"
-    stock = results.parse(console(ok=True))
-    patched = results.parse(console(other))
-    rows = testcmd.judge("x86_64", "default", {"stock": stock, "patched": patched})
-    [row] = [r for r in rows if "/patched/" in r[1]]
-    assert row[0] == "regress"
+def test_the_known_stock_failure_excuses_only_its_case_and_line():
+    ok = results.Result("uffd-unit-tests/events on anon", "fail", "", "uffd-unit-tests",
+                        ("# " + KNOWN,))
+    assert suites.known_stock_failure(ok)
+    # the same line in another case, another line in that case
+    for name, errors in (("uffd-unit-tests/move on anon", ("# " + KNOWN,)),
+                         ("uffd-unit-tests/events on anon", ("# " + OTHER,)),
+                         ("uffd-unit-tests/events on anon", ("# " + KNOWN, "# " + OTHER)),
+                         ("uffd-unit-tests/events on anon", ())):
+        r = results.Result(name, "fail", "", "uffd-unit-tests", errors)
+        assert not suites.known_stock_failure(r), (name, errors)
+    r = results.Result("cow/events on anon", "fail", "", "cow", ("# " + KNOWN,))
+    assert not suites.known_stock_failure(r)
+
+
+def judged(stock_text, patched_text):
+    rows = testcmd.judge("x86_64", "default", {"stock": results.parse(stock_text),
+                                               "patched": results.parse(patched_text)})
+    return {r[1].split("/patched/", 1)[1]: r for r in rows if "/patched/" in r[1]}
+
+
+def test_judge_excuses_the_known_flake_but_not_a_failure_beside_it(tmp_path):
+    stock = run_cases(tmp_path)
+    patched = run_cases(tmp_path, ERROR_IN="events on anon",
+                        ERROR_LINE=KNOWN.split("... ")[1], FAIL_IN="move on anon")
+    rows = judged(stock, patched)
+    assert rows["uffd-unit-tests/events on anon"][0] == "stockfail"
+    assert rows["uffd-unit-tests/move on anon"][0] == "regress"
+    # the case the flake took along passed on stock: it is not a pass
+    assert rows["uffd-unit-tests/events on shmem"][0] == "regress"
+    assert "missing on patched" in rows["uffd-unit-tests/events on shmem"][2]
+
+
+KHUGEPAGED = """# lab: start khugepaged: /lab/selftests/mm/khugepaged
+    Collapse fully populated PTE table.... \x1b[32mOK\x1b[0m
+{lines}not ok 4 khugepaged # exit 1
+"""
+
+
+def test_a_whole_program_leaf_fails_on_a_failure_line_stock_did_not_print():
+    stock = KHUGEPAGED.format(lines="    Swapout one page.... \x1b[31mFail\x1b[0m\n")
+    same = KHUGEPAGED.format(lines="    Swapout one page.... \x1b[31mFail\x1b[0m\n")
+    more = KHUGEPAGED.format(lines="    Swapout one page.... \x1b[31mFail\x1b[0m\n"
+                                   "    Collapse PTE table with 7 swap entries.... "
+                                   "\x1b[31mFail\x1b[0m\n")
+    assert judged(stock, same)["khugepaged"][0] == "stockfail"
+    row = judged(stock, more)["khugepaged"]
+    assert row[0] == "regress" and "swap entries" in row[2]

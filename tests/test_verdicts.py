@@ -1,0 +1,330 @@
+"""Host unit tests of the verdict path of 'lab test' (console -> rows ->
+exit status): each is a way a real failure could end as "0 failed", with a
+failure injected where it would hide."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lab import build, config, deps, harden, image, results, run, source, suites, testcmd
+from lab.tally import Tally
+from lab.testboot import boot_problems
+
+from test_cache import PLAN, fake_boot, inputs, stock_inputs  # noqa: F401 (fixture)
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    monkeypatch.setattr(deps, "check", lambda: None)
+    monkeypatch.setattr(source, "apply", lambda: None)
+    monkeypatch.setattr(build, "build_ahead", lambda kernels: None)
+
+
+def fails(tally):
+    return [r for r in tally.rows if r[0] == "fail"]
+
+
+# 1. an arch thread that dies of anything still leaves a failed row
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_any_exception_in_an_arch_is_a_failed_row_of_that_arch(quiet, monkeypatch, jobs):
+    def fake(tally, arch_name, *args):
+        if arch_name == "arm64":
+            raise KeyError("patched")
+        tally.add("pass", f"{arch_name}/x")
+
+    monkeypatch.setattr(testcmd, "test_arch", fake)
+    tally = Tally()
+    testcmd.main(tally, ["x86_64", "arm64"], pytest=False, jobs=jobs)
+    assert [r[1] for r in fails(tally)] == ["arm64/default/lab"]
+    assert "KeyError" in fails(tally)[0][2]
+    assert tally.finish(tally.save("test")) == 1
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_arch_that_ends_without_a_word_fails(quiet, monkeypatch, jobs, tmp_path):
+    # SystemExit (config.arch() raises it) is not an Exception
+    def fake(tally, arch_name, *args):
+        if arch_name == "arm64":
+            raise SystemExit("lab: unknown arch")
+        tally.add("pass", f"{arch_name}/x")
+
+    monkeypatch.setattr(testcmd, "test_arch", fake)
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    tally = Tally()
+    if jobs == 1:
+        with pytest.raises(SystemExit):
+            testcmd.main(tally, ["x86_64", "arm64"], pytest=False, jobs=jobs)
+        return      # in the main thread it ends the run, non-zero
+    testcmd.main(tally, ["x86_64", "arm64"], pytest=False, jobs=jobs)
+    assert [r[1] for r in fails(tally)] == ["arm64/default/lab"]
+    assert "without reporting" in fails(tally)[0][2]
+
+
+# 2. retries: a kernel report in a retry fails; only PASS clears a leaf
+
+REGRESS = [("regress", "x86_64/default/patched/cow/Basic COW", "fails on patched", "cow")]
+
+
+def retry_with(monkeypatch, tmp_path, text):
+    def boot_and_parse(*a, **kw):
+        return fake_boot(tmp_path, text, name=a[4])
+    monkeypatch.setattr(testcmd, "boot_and_parse", boot_and_parse)
+    return testcmd.retry_regressions("x86_64", "default", REGRESS)
+
+
+def test_a_warning_in_a_retry_boot_is_a_failure(monkeypatch, tmp_path):
+    text = ("LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\nok 1 cow\n"
+            "[   12.000000] WARNING: CPU: 1 PID: 7 at mm/rmap.c:1 x+0x1/0x2\nLAB-EXIT: 0\n")
+    rows = retry_with(monkeypatch, tmp_path, text)
+    statuses = {r[1]: r[0] for r in rows}
+    assert statuses["x86_64/default/patched/cow/Basic COW"] == "fail"
+    assert statuses["x86_64/default/patched-retry1/console"] == "fail"
+    assert statuses["x86_64/default/patched-retry2/console"] == "fail"
+
+
+def test_a_leaf_that_comes_back_skipped_stays_failed(monkeypatch, tmp_path):
+    text = ("LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW # SKIP no THP\n"
+            "ok 1 cow\nLAB-EXIT: 0\n")
+    [row] = retry_with(monkeypatch, tmp_path, text)
+    assert row[0] == "fail"
+
+
+def test_a_leaf_that_passes_when_re_run_is_flaky(monkeypatch, tmp_path):
+    text = "LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\nok 1 cow\nLAB-EXIT: 0\n"
+    [row] = retry_with(monkeypatch, tmp_path, text)
+    assert row[0] == "flaky"
+
+
+# 4. the guest's own set-up
+
+class Boot:
+    def __init__(self, text, ready=True, exit_code=0, timed_out=False):
+        self._text, self.ready, self.exit_code, self.timed_out = text, ready, exit_code, timed_out
+        self.console = "console.log"
+
+    def text(self):
+        return self._text
+
+
+def test_a_lab_error_line_fails_the_boot():
+    b = Boot("LAB-ERROR: mount xfs /dev/vda failed\nLAB-READY: 6.12\nLAB-EXIT: 0\n")
+    assert [what for what, _ in boot_problems(b)] == ["setup"]
+    assert "mount xfs" in boot_problems(b)[0][1]
+    assert boot_problems(Boot("LAB-READY: 6.12\nLAB-EXIT: 0\n")) == []
+
+
+def test_the_guest_is_told_which_disks_to_check(monkeypatch, tmp_path):
+    seen = {}
+
+    def plan_cpio(arch_name, plan, env, dest):
+        seen.update(env)
+        return dest
+
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    monkeypatch.setattr(image, "plan_cpio", plan_cpio)
+    monkeypatch.setattr(run, "make_disk", lambda *a, **kw: None)
+    monkeypatch.setattr(run, "_run_qemu", lambda *a: None)
+    run.boot("x86_64", "K", "plan", {"LAB_ARCH": "x86_64"}, "t")
+    assert seen["LAB_DISKS"] == "labxfs labswap"
+    init = (config.GUEST / "init").read_text()
+    assert "for disk in $LAB_DISKS" in init and "LAB-ERROR: disk labxfs" in init
+
+
+# 5. a leaf that passes on stock must not vanish or skip on patched
+
+STOCK = """LAB-READY: 6.12
+# lab: start cow: /lab/selftests/mm/cow
+    ok 1 Basic COW on a THP
+    ok 2 Basic COW on 4k
+ok 1 cow
+# lab: start reclaim_batch: /lab/tests/reclaim_batch
+    ok 1 rb.stock.referenced_survive
+    ok 2 rb.on.referenced_survive # SKIP patched kernel only
+    ok 3 rb.on.lazyfree_anon # SKIP patched kernel only
+ok 2 reclaim_batch
+LAB-EXIT: 0
+"""
+PATCHED = """LAB-READY: 6.12
+# lab: start cow: /lab/selftests/mm/cow
+    ok 1 Basic COW on a THP # SKIP no THP allocated
+ok 1 cow
+# lab: start reclaim_batch: /lab/tests/reclaim_batch
+    ok 1 rb.stock.referenced_survive # SKIP stock kernel only
+    ok 2 rb.on.referenced_survive
+ok 2 reclaim_batch
+LAB-EXIT: 0
+"""
+
+
+def test_passes_on_stock_then_skipped_or_missing_on_patched_is_a_regression():
+    rows = testcmd.judge("x86_64", "default", {"stock": results.parse(STOCK),
+                                               "patched": results.parse(PATCHED)})
+    got = {r[1].split("/", 3)[3]: r[0] for r in rows if "/patched/" in r[1]}
+    assert got["cow/Basic COW on a THP"] == "regress"           # skipped
+    assert got["cow/Basic COW on 4k"] == "regress"              # missing
+    # the own test's stock variant skips on patched by design
+    assert got["reclaim_batch/rb.stock.referenced_survive"] == "skip"
+    assert got["reclaim_batch/rb.on.referenced_survive"] == "pass"
+    assert "reclaim_batch/rb.on.lazyfree_anon" not in got       # skipped on stock
+
+
+def test_stock_only_names_the_stock_variants_of_own_tests_only():
+    assert suites.stock_only("reclaim_batch/rb.stock.referenced_survive")
+    assert suites.stock_only("reclaim_batch/rb.stock_mglru.referenced_survive")
+    assert suites.stock_only("switches/global.stock_has_no_switches")
+    assert not suites.stock_only("reclaim_batch/rb.on.referenced_survive")
+    assert not suites.stock_only("reclaim_batch/rb.mglru_on.restocked")
+    assert not suites.stock_only("cow/stock.x")
+
+
+# 6. kernel reports the console scan must see
+
+@pytest.mark.parametrize("line", [
+    "[  120.000000] rcu: INFO: rcu_preempt self-detected stall on CPU",
+    "[  120.000000] rcu: \t1-....: (2099 ticks this GP) idle=8b4/1/0x4000 self-detected stall",
+    "[   33.000000] mm/pgtable-generic.c:53: bad pmd 00000000c0ffee00(8000000102a00067)",
+    "[   33.000000] mm/memory.c:4000: bad pte 0000000012345678(0000000102a00067)",
+    "[   34.000000] swap_info_get: Bad swap file entry 3ffffffffffff",
+    # a report that starts in the middle of a program's line (shared console)
+    "    Testing move on anon... [   35.100000] BUG: Bad page state in process x",
+    "ok 3 something[   36.000000] WARNING: CPU: 0 PID: 1 at mm/rmap.c:2 f+0x0/0x1",
+])
+def test_the_console_scan_sees(line):
+    assert results.kernel_reports(f"LAB-READY: 6.12\n{line}\n") == [line.strip()]
+
+
+def test_the_console_scan_ignores_programs_and_quiet_kernel_lines():
+    text = ("WARNING: a program said this\n"
+            "    Testing wp-fork on anon... done\n"
+            "[    1.000000] rcu: Hierarchical RCU implementation.\n"
+            "[    2.000000] Adding 1048572k swap on /dev/vdb.\n")
+    assert results.kernel_reports(text) == []
+
+
+# 7. stock failures excuse only what stock itself showed
+
+FAILED_STOCK = "LAB-READY: 6.12\n# lab: start cow: x\n    not ok 1 Basic COW\nnot ok 1 cow\nLAB-EXIT: 0\n"
+
+
+def test_a_stock_boot_with_a_failed_leaf_is_not_stored(inputs, tmp_path, monkeypatch):  # noqa: F811
+    stock_inputs(monkeypatch, tmp_path, inputs, lambda *a, **kw: ["qemu"])
+    boots = []
+    monkeypatch.setattr(testcmd, "boot_and_parse", lambda *a, **kw: (
+        boots.append(a) or fake_boot(tmp_path, FAILED_STOCK, name=str(len(boots)))))
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    assert len(boots) == 2
+
+
+def test_a_stored_stock_boot_with_a_failed_leaf_is_not_reused(inputs, tmp_path, monkeypatch):  # noqa: F811
+    stock_inputs(monkeypatch, tmp_path, inputs, lambda *a, **kw: ["qemu"])
+    boots = []
+    monkeypatch.setattr(testcmd, "boot_and_parse", lambda *a, **kw: (
+        boots.append(a) or fake_boot(tmp_path, name=str(len(boots)))))
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    # an entry stored before this rule, whose console has a failed leaf
+    [console] = (tmp_path / "work" / "results" / "stock-cache").glob("*.console.log")
+    console.write_text(FAILED_STOCK)
+    testcmd.stock_boot("x86_64", "default", PLAN)
+    assert len(boots) == 2
+
+
+def write_test_rows(tmp_path, rows):
+    d = tmp_path / "results"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "test-20261125-100000.json").write_text(json.dumps(
+        [{"status": s, "name": n, "detail": ""} for s, n in rows]))
+
+
+def test_harden_excuses_only_stock_failures_of_the_same_variant(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    write_test_rows(tmp_path, [
+        ("stockfail", "arm64/debug/stock/cow/Basic COW"),
+        ("stockfail", "arm64/debug/patched/cow/Basic COW"),
+        ("flaky", "arm64/debug/patched/uffd-unit-tests/events on anon"),
+        ("stockfail", "arm64/default/stock/khugepaged"),
+        ("pass", "arm64/debug/stock/mkdirty"),
+    ])
+    known = harden.known_stock_failures("arm64", "debug")
+    assert set(known) == {"cow/Basic COW"}
+    assert "test-20261125-100000.json" in known["cow/Basic COW"]
+    assert "arm64/debug/stock" in known["cow/Basic COW"]
+    assert harden.known_stock_failures("arm64", "default") == {"khugepaged": (
+        "test-20261125-100000.json, arm64/default/stock")}
+
+
+# 8. pytest that ran nothing is a failure
+
+def test_pytest_that_collected_nothing_fails(tmp_path):
+    xml = tmp_path / "pytest.xml"
+    xml.write_text('<testsuites><testsuite name="pytest" tests="0"/></testsuites>')
+    tally = Tally()
+    testcmd.tally_pytest(tally, 5, xml, "no tests ran")
+    assert fails(tally) == [("fail", "host/pytest", "pytest ran no test (exit 5)")]
+
+
+def test_pytest_without_a_report_or_with_an_internal_error_fails(tmp_path):
+    tally = Tally()
+    testcmd.tally_pytest(tally, 4, tmp_path / "none.xml", "usage")
+    assert fails(tally)[0][1] == "host/pytest"
+    xml = tmp_path / "pytest.xml"
+    xml.write_text('<testsuites><testsuite><testcase classname="t" name="a"/>'
+                   '</testsuite></testsuites>')
+    tally = Tally()
+    testcmd.tally_pytest(tally, 3, xml, "INTERNALERROR")
+    assert [r[1] for r in tally.rows] == ["host/t.a", "host/pytest"]
+    assert tally.rows[1][0] == "fail"
+
+
+def test_a_real_empty_pytest_run_is_a_failed_row(tmp_path, monkeypatch):
+    empty = tmp_path / "repo"
+    (empty / "tests").mkdir(parents=True)
+    monkeypatch.setattr(config, "REPO", empty)
+    monkeypatch.setattr(config, "WORK", tmp_path / "work")
+    tally = Tally()
+    testcmd.run_pytest(tally)
+    assert fails(tally) and fails(tally)[0][1] == "host/pytest"
+
+
+# 12. the race tests run once more with one host thread per vCPU
+
+def test_race_plan_runs_the_race_tests_by_name():
+    plan = suites.race_plan(suites.RACE_TESTS)
+    assert "lab_run pt_reclaim 600 /lab/tests/pt_reclaim -t race -t uffd_move_race " in plan
+    assert "-t no_lost_write_anon -t no_lost_write_file -t pt_race_under_reclaim" in plan
+    assert testcmd.RACE_ACCEL == "tcg,thread=multi"
+
+
+def test_an_extra_boot_without_results_fails():
+    tally = Tally()
+    testcmd.tally_boot(tally, "arm64/default/patched-mttcg",
+                       Boot("LAB-READY: 6.12\nLAB-EXIT: 0\n"))
+    assert [r[1] for r in fails(tally)] == ["arm64/default/patched-mttcg/results"]
+
+
+# the whole path: an injected failure ends the command non-zero
+
+def test_lab_test_exits_non_zero_when_an_arch_dies(tmp_path):
+    code = f"""
+import sys
+sys.path.insert(0, {str(config.REPO)!r})
+from lab import build, cli, deps, source, testcmd, export, harden, check
+deps.check = lambda: None
+source.apply = lambda: None
+build.build_ahead = lambda kernels: None
+export.test_row = lambda tally: None
+def fake(tally, arch_name, *args):
+    if arch_name == "arm64":
+        raise ValueError("injected")
+    tally.add("pass", arch_name + "/x")
+testcmd.test_arch = fake
+sys.exit(cli.main(["test", "--no-pytest", "--no-harden", "--no-check"]))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"FOLIOBATCH_WORK": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.rstrip().endswith("1 passed, 1 failed")
