@@ -7,6 +7,9 @@ show that "off" is stock.  Both boots use -icount shift=0,sleep=off, so
 CLOCK_MONOTONIC in the guest counts instructions ("instruction-time").
 More boots follow for the measurements whose spread is still over 1%, up to
 a cap.  Each run is saved as JSON; report.py makes the tables and plots.
+A run counts only when it exited 0, its setup printed no failure and the
+knobs benchrun read back before it are its mode (judge()); each boot's
+console is scanned for kernel reports, and one fails the command.
 """
 
 import json
@@ -15,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from . import build, config, image, report, run, source
+from . import build, config, image, report, results, run, source
 from .report import instr_time, spread
 from .util import LabError, Timer, say, warn
 
@@ -350,6 +353,105 @@ def parse_runs(boot, meta):
     return runs
 
 
+# A line the plan's shell helpers (guest/lib.sh) print when a knob or the
+# RAM-disk swap could not be set up; "could not set a kprobe" is the kprobe
+# runs' own (their rows are left out, bench.boot_bench())
+SETUP_FAILED = re.compile(r"# lab: could not (?!set a kprobe)")
+
+
+def setup_failures(text):
+    """{(workload, mode, rep): the lines of a console text that say a setup
+    step failed, printed since the run before it ended}: the plan's lines
+    for a run (its setup, its switches, and the switch reset after the
+    repeat before it) stand between the previous run's BENCH line and the
+    run's BENCH-START line."""
+    out, since = {}, []
+    for line in text.splitlines():
+        if SETUP_FAILED.search(line):
+            since.append(line.strip())
+        elif (m := re.search(r"BENCH-START (\S+) (\S+) (-?\d+)", line)):
+            out[m.groups()] = since
+        elif line.startswith("BENCH {"):
+            since = []
+    return out
+
+
+THP = "transparent_hugepage"
+
+
+def wanted_setup(w):
+    """(THP size, MGLRU) that a workload's setup sets: the size of
+    'lab_thp_only SIZE' ('none' for 4 kB pages only) and 'y' or 'n' for
+    lru_gen/enabled; None for what it leaves as it is."""
+    thp = re.search(r"\blab_thp_only (\S+)", w.setup)
+    lru = re.search(r"\blab_sysfs /sys/kernel/mm/lru_gen/enabled ([yn])\b", w.setup)
+    return thp and thp.group(1), lru and lru.group(1)
+
+
+def state_problems(w, flavour, mode, rec):
+    """Why the knobs a run read back before it started (benchrun's 'knobs'
+    and 'foliobatch_dir') are not the run's mode: each switch of the mode
+    as the mode sets it, no /sys/kernel/mm/foliobatch on stock, the THP
+    sizes and MGLRU as the workload's setup sets them.  [] when they are."""
+    knobs = rec.get("knobs")
+    if knobs is None or "foliobatch_dir" not in rec:
+        return ["no read-back of the knobs in the run's record"]
+    why = []
+    if flavour == "stock":
+        if rec["foliobatch_dir"] or any(k.startswith("foliobatch/") for k in knobs):
+            why.append("stock kernel has /sys/kernel/mm/foliobatch")
+    elif not rec["foliobatch_dir"]:
+        why.append("no /sys/kernel/mm/foliobatch")
+    else:
+        for sw, v in sorted(w.modes.get(mode, {}).items()):
+            got = knobs.get(f"foliobatch/{sw}")
+            if got != str(v):
+                why.append(f"{sw} reads {got if got is not None else 'nothing'}, "
+                           f"mode {mode} sets {v}")
+    thp, lru = wanted_setup(w)
+    if thp:
+        if knobs.get(f"{THP}/enabled") != "never":
+            why.append(f"THP enabled reads {knobs.get(f'{THP}/enabled')}, "
+                       f"lab_thp_only {thp} sets never")
+        sizes = {k[len(THP) + len("/hugepages-"):-len("/enabled")]: v
+                 for k, v in knobs.items()
+                 if k.startswith(f"{THP}/hugepages-") and k.endswith("/enabled")}
+        if thp != "none" and thp not in sizes:
+            why.append(f"no THP size {thp}")
+        for size, v in sorted(sizes.items()):
+            want = "always" if size == thp else "never"
+            if v != want:
+                why.append(f"THP {size} reads {v}, lab_thp_only {thp} sets {want}")
+    if lru:
+        got = knobs.get("lru_gen/enabled")
+        try:
+            on = int(got, 16) & 1 if got is not None else None
+        except ValueError:
+            on = None
+        if on is None or on != (lru == "y"):
+            why.append(f"lru_gen/enabled reads {got if got is not None else 'nothing'}, "
+                       f"the setup sets {lru}")
+    return why
+
+
+def judge(boot_text, runs, flavour):
+    """Mark the runs of a boot to leave out: rec['excluded'] lists why (a
+    non-zero exit, a setup step that failed, knobs that did not read back
+    as the run's mode); returns (kept runs, [excluded runs])."""
+    failed = setup_failures(boot_text)
+    kept, out = [], []
+    for rec in runs:
+        why = [] if rec["exit"] == 0 else [f"exit {rec['exit']}"]
+        why += failed.get((rec["workload"], rec["mode"], str(rec["rep"])), [])
+        why += state_problems(BY_NAME[rec["workload"]], flavour, rec["mode"], rec)
+        if why:
+            rec["excluded"] = why
+            out.append(rec)
+        else:
+            kept.append(rec)
+    return kept, out
+
+
 def boot_groups(workloads):
     """[(boot overrides, workloads)]: workloads with the same Workload.boot
     share boots, in the order they are given."""
@@ -377,7 +479,8 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
             say(f"  {arch_name}/{flavour} {rec['workload']:20} {rec['mode']:10} "
                 f"rep {rec['rep']}: {instr_time(rec) / 1e9:.4f} s instruction-time"
                 f"{'' if rec['exit'] == 0 else ' EXIT ' + str(rec['exit'])}")
-        elif line.startswith(("LAB-", "lab: ")) or "Kernel panic" in line:
+        elif line.startswith(("LAB-", "lab: ", "# lab: could not")) or \
+                "Kernel panic" in line:
             say(f"  [{name}] {line}")
 
     b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0,
@@ -402,15 +505,25 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
         rec["probe"] = rec["rep"] == PROBE_REP
         w = BY_NAME[rec["workload"]]
         rec["scale"] = w.quick_scale if quick else w.scale
+    text = b.text()
+    kept, excluded = judge(text, runs, flavour)
+    for rec in runs:
         f = outdir / "runs" / (f"{arch_name}-{flavour}-{rec['workload']}-{rec['mode']}"
                                f"-r{rec['rep']}.json")
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(rec, indent=1))
-    bad = [r for r in runs if r["exit"] != 0]
-    for r in bad:
+    for r in excluded:
         warn(f"{arch_name}/{flavour} {r['workload']} {r['mode']} rep {r['rep']} "
-             f"exited {r['exit']}; its numbers are excluded")
-    return [r for r in runs if r["exit"] == 0]
+             f"left out: {'; '.join(r['excluded'])}")
+    reports = results.kernel_reports(text)
+    if reports:
+        warn(f"{name}: {len(reports)} kernel report(s), the first: {reports[0]}")
+    boot = {"name": name, "arch": arch_name, "flavour": flavour,
+            "console": str(b.console), "kernel_reports": len(reports),
+            "first_report": reports[0] if reports else "", "runs": len(kept),
+            "excluded": [{k: r[k] for k in ("workload", "mode", "rep", "excluded")}
+                         for r in excluded]}
+    return kept, boot
 
 
 def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
@@ -437,7 +550,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
         if missing:
             warn(f"{w.name}: {', '.join(missing)} not in the series yet; the "
                  "workload runs but measures stock 6.12 in every mode")
-    all_runs = []
+    all_runs, boots = [], []
     for arch_name in arches:
         for flavour in config.FLAVOURS:
             build.build(arch_name, "default", flavour)
@@ -452,19 +565,37 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
             if w not in here:
                 say(f"{w.name}: not on {arch_name} (runs on {', '.join(w.arches)})")
         for _, group in boot_groups(here):
-            all_runs += bench_group(arch_name, group, first, cap, quick, outdir, meta)
+            runs, bs = bench_group(arch_name, group, first, cap, quick, outdir, meta)
+            all_runs += runs
+            boots += bs
     (outdir / "runs.json").write_text(json.dumps(all_runs, indent=1))
-    page = report.write(outdir, all_runs, chosen, arches, in_series)
+    (outdir / "boots.json").write_text(json.dumps(boots, indent=1))
+    page = report.write(outdir, all_runs, chosen, arches, in_series, boots)
     say(f"bench done in {t}: {page}")
-    return 0
+    return verdict(boots)
+
+
+def verdict(boots):
+    """The bench command's exit status: 1 when a boot's console holds a
+    kernel report (the report lists them per boot), else 0."""
+    bad = [b for b in boots if b["kernel_reports"]]
+    for b in bad:
+        warn(f"{b['name']}: {b['kernel_reports']} kernel report(s): {b['first_report']}")
+    return 1 if bad else 0
 
 
 def bench_group(arch_name, chosen, first, cap, quick, outdir, meta):
     """The boots of workloads that share boot arguments: first repeats on
     patched and stock, then up to cap while a spread is over target."""
-    runs = []
+    runs, boots = [], []
+
+    def one_boot(flavour, ws, reps, rep0):
+        kept, boot = boot_bench(arch_name, flavour, ws, reps, quick, rep0, outdir, meta)
+        boots.append(boot)
+        return kept
+
     for flavour in ("patched", "stock"):
-        runs += boot_bench(arch_name, flavour, chosen, first, quick, 0, outdir, meta)
+        runs += one_boot(flavour, chosen, first, 0)
     done = first
     while done < cap:
         noisy = []
@@ -484,10 +615,9 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta):
             if ws:
                 say(f"{arch_name}/{flavour}: spread over {SPREAD_TARGET:.0%} for "
                     f"{', '.join(w.name for w in ws)}; {more} more repeat(s)")
-                runs += boot_bench(arch_name, flavour, ws, more, quick, done,
-                                   outdir, meta)
+                runs += one_boot(flavour, ws, more, done)
         done += more
-    return runs
+    return runs, boots
 
 
 def report_dir(outdir):
@@ -510,4 +640,6 @@ def report_dir(outdir):
                        f"{', '.join(unknown)}")
     chosen = [w for w in WORKLOADS if w.name in names]
     arches = [a for a in config.ARCHES if any(r["arch"] == a for r in runs)]
-    return report.write(outdir, runs, chosen, arches, in_series)
+    b = outdir / "boots.json"
+    boots = json.loads(b.read_text()) if b.exists() else None
+    return report.write(outdir, runs, chosen, arches, in_series, boots)

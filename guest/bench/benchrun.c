@@ -4,19 +4,26 @@
  *
  *   benchrun NAME MODE REP -- PROGRAM [ARGS...]
  *
- * Snapshots /proc/vmstat, /proc/interrupts, the mTHP stats and the hit
- * counts of kprobe events (/sys/kernel/tracing/kprobe_profile, when a plan
- * has set some up), runs PROGRAM with its stdout on a pipe, snapshots again
- * and prints
+ * Reads back the knobs a bench plan sets (the foliobatch switches, the THP
+ * settings, MGLRU), snapshots /proc/vmstat, /proc/interrupts, the mTHP
+ * stats and the hit counts of kprobe events
+ * (/sys/kernel/tracing/kprobe_profile, when a plan has set some up), runs
+ * PROGRAM with its stdout on a pipe, snapshots again and prints
  *
  *   BENCH {"workload":..., "mode":..., "rep":..., "exit":...,
  *          "total_ns":..., "metrics":{...}, "vmstat":{...}, "irq":{...},
- *          "mthp":{...}, "kprobe":{...}}
+ *          "mthp":{...}, "kprobe":{...}, "foliobatch_dir":0|1,
+ *          "knobs":{...}}
  *
  * "metrics" holds what the workload printed as "METRIC <key> <integer>"
- * lines (its own timed phase is "time_ns"); the other maps hold the non-zero
- * deltas of the counters.  Times are CLOCK_MONOTONIC, which under
- * qemu -icount shift=0,sleep=off counts guest instructions (1 ns each).
+ * lines (its own timed phase is "time_ns"); vmstat, irq, mthp and kprobe
+ * hold the non-zero deltas of the counters.  "knobs" holds each knob as it
+ * read before the run, keyed by its path under /sys/kernel/mm
+ * ("foliobatch/pt_reclaim": "1", "transparent_hugepage/enabled": "never",
+ * "lru_gen/enabled": "0x0007"; of a "[chosen] other" list, the chosen
+ * word); "foliobatch_dir" says whether /sys/kernel/mm/foliobatch exists.
+ * Times are CLOCK_MONOTONIC, which under qemu -icount shift=0,sleep=off
+ * counts guest instructions (1 ns each).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab.h"
+
+#define MM_DIR		"/sys/kernel/mm"
+#define MAX_KNOBS	64
 #define MAX_KEYS	1024
 #define KEY_LEN		96
 
@@ -37,6 +48,15 @@ struct counters {
 };
 
 static struct counters vm0, vm1, irq0, irq1, thp0, thp1, kp0, kp1, metrics;
+
+struct knobs {
+	int n;
+	int foliobatch_dir;
+	char key[MAX_KNOBS][KEY_LEN];
+	char val[MAX_KNOBS][KEY_LEN];
+};
+
+static struct knobs knobs;
 
 static void add(struct counters *c, const char *key, long long val)
 {
@@ -164,6 +184,90 @@ static void read_mthp(struct counters *c)
 	closedir(d);
 }
 
+/**
+ * knob_value() - the setting a sysfs knob's text shows
+ * @text: the file's content, e.g. "always [madvise] never\n" or "1\n"
+ * @val: destination of KEY_LEN bytes
+ *
+ * Of a list with one word in brackets, that word; otherwise the text up to
+ * its first newline.  Characters that JSON would need escaped become '?'.
+ */
+static void knob_value(const char *text, char *val)
+{
+	const char *open = strchr(text, '['), *close = NULL;
+	size_t len, i;
+
+	if (open)
+		close = strchr(open, ']');
+	if (open && close) {
+		text = open + 1;
+		len = close - text;
+	} else {
+		len = strcspn(text, "\n");
+	}
+	if (len >= KEY_LEN)
+		len = KEY_LEN - 1;
+	for (i = 0; i < len; i++)
+		val[i] = (text[i] == '"' || text[i] == '\\' ||
+			  (unsigned char)text[i] < 0x20) ? '?' : text[i];
+	val[len] = '\0';
+}
+
+/**
+ * read_knob() - add one knob under /sys/kernel/mm to @k, if it exists
+ * @k: the knobs read so far
+ * @rel: its path under /sys/kernel/mm, the key it is recorded under
+ */
+static void read_knob(struct knobs *k, const char *rel)
+{
+	char path[512], buf[256];
+
+	if (k->n >= MAX_KNOBS)
+		return;
+	snprintf(path, sizeof(path), MM_DIR "/%s", rel);
+	if (lab_read_file(path, buf, sizeof(buf)) < 0)
+		return;
+	snprintf(k->key[k->n], KEY_LEN, "%s", rel);
+	knob_value(buf, k->val[k->n]);
+	k->n++;
+}
+
+/**
+ * read_knobs() - read back every knob a bench plan sets
+ * @k: filled with the foliobatch switches, the top-level and per-size THP
+ *     settings and MGLRU's lru_gen/enabled, those that exist
+ */
+static void read_knobs(struct knobs *k)
+{
+	struct dirent *de;
+	char rel[KEY_LEN];
+	DIR *d;
+
+	k->n = 0;
+	d = opendir(MM_DIR "/foliobatch");
+	k->foliobatch_dir = !!d;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), "foliobatch/%.60s", de->d_name);
+		read_knob(k, rel);
+	}
+	if (d)
+		closedir(d);
+	read_knob(k, "transparent_hugepage/enabled");
+	d = opendir(LAB_THP_DIR);
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "hugepages-", 10))
+			continue;
+		snprintf(rel, sizeof(rel), "transparent_hugepage/%.40s/enabled",
+			 de->d_name);
+		read_knob(k, rel);
+	}
+	if (d)
+		closedir(d);
+	read_knob(k, "lru_gen/enabled");
+}
+
 static void print_delta(const char *name, const struct counters *a,
 			const struct counters *b)
 {
@@ -204,6 +308,7 @@ int main(int argc, char **argv)
 	}
 	if (pipe(pfd))
 		return 2;
+	read_knobs(&knobs);
 	sync();
 	read_vmstat(&vm0);
 	read_interrupts(&irq0);
@@ -251,6 +356,10 @@ int main(int argc, char **argv)
 	print_delta("irq", &irq0, &irq1);
 	print_delta("mthp", &thp0, &thp1);
 	print_delta("kprobe", &kp0, &kp1);
-	printf("}\n");
+	printf(",\"foliobatch_dir\":%d,\"knobs\":{", knobs.foliobatch_dir);
+	for (int i = 0; i < knobs.n; i++)
+		printf("%s\"%s\":\"%s\"", i ? "," : "", knobs.key[i],
+		       knobs.val[i]);
+	printf("}}\n");
 	return code;
 }

@@ -1,0 +1,354 @@
+"""Host unit tests: a bench mode is the state the guest read back, not a
+label; bench consoles are scanned for kernel reports; the report lists what
+it left out and computes the rates the README quotes."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab import bench, report, run
+
+REPO = Path(__file__).resolve().parent.parent
+SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
+            "mglru_young_batch", "reclaim_tlb_batch")
+THP = "transparent_hugepage"
+
+
+def knobs(thp="none", lru=None, sizes=("16kB", "64kB", "2048kB"), **switches):
+    """benchrun's read-back of a patched kernel after 'lab_thp_only thp':
+    every switch 1 unless given."""
+    k = {f"foliobatch/{s}": str(switches.get(s, 1)) for s in SWITCHES}
+    k[f"{THP}/enabled"] = "never"
+    for size in sizes:
+        k[f"{THP}/hugepages-{size}/enabled"] = "always" if size == thp else "never"
+    if lru is not None:
+        k["lru_gen/enabled"] = lru
+    return k
+
+
+def rec(workload, mode, rep, t=1000, flavour="patched", exit=0, state=None, **metrics):
+    r = {"workload": workload, "mode": mode, "rep": rep, "exit": exit, "arch": "x86_64",
+         "flavour": flavour,
+         "total_ns": t, "metrics": dict(time_ns=t, **metrics), "vmstat": {},
+         "irq": {}, "mthp": {}, "kprobe": {}}
+    if flavour == "stock":
+        state = state if state is not None else {
+            k: v for k, v in knobs().items() if not k.startswith("foliobatch/")}
+        r.update(foliobatch_dir=0, knobs=state)
+    else:
+        r.update(foliobatch_dir=1, knobs=state if state is not None else knobs())
+    return r
+
+
+def mremap4k(mode, rep, **kw):
+    sw = {"mremap_batch": 0} if mode == "off" else {}
+    state = kw.pop("state", None)
+    flavour = kw.get("flavour", "patched")
+    if state is None and flavour == "patched":
+        state = knobs(**sw)
+    return rec("mremap-4k", mode, rep, state=state, **kw)
+
+
+def console(lines):
+    """A bench boot's console text and its run.Boot stamps."""
+    text = "LAB-READY: 6.12.117-patched\n" + "\n".join(lines) + "\nLAB-EXIT: 0\n"
+    stamps = [(float(i), l) for i, l in enumerate(lines) if l.startswith("BENCH")]
+    return text, stamps
+
+
+def bench_lines(*recs, before=None):
+    """The plan's output for runs: BENCH-START and BENCH lines, with the
+    lines before[i] printed by run i's setup."""
+    out = []
+    for i, r in enumerate(recs):
+        out += (before or {}).get(i, [])
+        out += [f"BENCH-START {r['workload']} {r['mode']} {r['rep']}",
+                "BENCH " + json.dumps(r)]
+    return out
+
+
+def fake_boot(monkeypatch, tmp_path, lines, stock_lines=()):
+    """run.boot() gives consoles of these lines (patched) and stock_lines."""
+
+    def boot(arch_name, kernel, plan, env, name, **kw):
+        text, stamps = console(stock_lines if "-stock" in name else lines)
+        c = tmp_path / f"console-{name}.log"
+        c.write_text(text)
+        return run.Boot(c, 0, True, False, 1.0, stamps=stamps)
+
+    monkeypatch.setattr(bench.run, "boot", boot)
+    monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
+
+
+def boot_once(monkeypatch, tmp_path, lines, flavour="patched"):
+    fake_boot(monkeypatch, tmp_path, lines, lines)
+    return bench.boot_bench("x86_64", flavour, [bench.BY_NAME["mremap-4k"]], 1, True, 0,
+                            tmp_path, {})
+
+
+# A run whose setup printed "could not write" (lib.sh's lab_sysfs) is left
+# out, with the line as the reason; the other runs of the boot are kept.
+def test_a_run_whose_setup_could_not_write_a_knob_is_left_out(tmp_path, monkeypatch):
+    bad = "# lab: could not write '0' to /sys/kernel/mm/foliobatch/mremap_batch"
+    kept, boot = boot_once(monkeypatch, tmp_path,
+                           bench_lines(mremap4k("off", 0), mremap4k("on", 0),
+                                       before={1: [bad]}))
+    assert [(r["mode"], r["rep"]) for r in kept] == [("off", 0)]
+    assert boot["runs"] == 1
+    assert boot["excluded"] == [{"workload": "mremap-4k", "mode": "on", "rep": 0,
+                                 "excluded": [bad]}]
+    saved = json.loads((tmp_path / "runs" / "x86_64-patched-mremap-4k-on-r0.json")
+                       .read_text())
+    assert saved["excluded"] == [bad]
+
+
+# The failure line of the kprobe set-up (printed before the first run) is
+# not a run's setup failure: its mechanism row goes, the run stays.
+def test_a_kprobe_that_could_not_be_set_leaves_the_runs_in(tmp_path, monkeypatch):
+    kept, boot = boot_once(monkeypatch, tmp_path, bench_lines(
+        mremap4k("off", 0), before={0: ["# lab: could not set a kprobe on foo"]}))
+    assert len(kept) == 1 and boot["excluded"] == []
+
+
+# A run is its mode only when benchrun read back the mode's switches.
+def test_a_run_whose_switch_reads_back_otherwise_is_left_out(tmp_path, monkeypatch):
+    wrong = mremap4k("off", 0, state=knobs())          # mremap_batch still 1
+    kept, boot = boot_once(monkeypatch, tmp_path,
+                           bench_lines(wrong, mremap4k("on", 0)))
+    assert [r["mode"] for r in kept] == ["on"]
+    assert boot["excluded"][0]["excluded"] == ["mremap_batch reads 1, mode off sets 0"]
+
+
+def test_state_problems_per_knob():
+    w64 = bench.BY_NAME["mremap-64k"]
+    assert bench.state_problems(w64, "patched", "on", rec(
+        "mremap-64k", "on", 0, state=knobs("64kB"))) == []
+    # a THP size the setup turned on reads never, another reads always
+    got = bench.state_problems(w64, "patched", "on", rec(
+        "mremap-64k", "on", 0, state=knobs("2048kB")))
+    assert got == ["THP 2048kB reads always, lab_thp_only 64kB sets never",
+                   "THP 64kB reads never, lab_thp_only 64kB sets always"]
+    # the top-level setting
+    s = knobs("64kB")
+    s[f"{THP}/enabled"] = "always"
+    assert bench.state_problems(w64, "patched", "on", rec(
+        "mremap-64k", "on", 0, state=s)) == \
+        ["THP enabled reads always, lab_thp_only 64kB sets never"]
+    # a kernel without the size the workload needs
+    assert bench.state_problems(w64, "patched", "on", rec(
+        "mremap-64k", "on", 0, state=knobs("none", sizes=("2048kB",)))) == \
+        ["no THP size 64kB"]
+    # MGLRU: lru_gen/enabled reads a mask; y sets bit 0, n clears it
+    wm, wf = bench.BY_NAME["file-reclaim-mglru"], bench.BY_NAME["file-reclaim"]
+    on = dict(referenced_batch=1, mglru_young_batch=1, unmap_batch=1)
+    assert bench.state_problems(wm, "patched", "on", rec(
+        "file-reclaim-mglru", "on", 0, state=knobs(lru="0x0007", **on))) == []
+    assert bench.state_problems(wm, "patched", "on", rec(
+        "file-reclaim-mglru", "on", 0, state=knobs(lru="0x0000", **on))) == \
+        ["lru_gen/enabled reads 0x0000, the setup sets y"]
+    assert bench.state_problems(wf, "patched", "referenced", rec(
+        "file-reclaim", "referenced", 0,
+        state=knobs(lru="0x0007", unmap_batch=0))) == \
+        ["lru_gen/enabled reads 0x0007, the setup sets n"]
+    # every switch of a mode with several
+    assert bench.state_problems(wf, "patched", "referenced", rec(
+        "file-reclaim", "referenced", 0, state=knobs(lru="0x0000"))) == \
+        ["unmap_batch reads 1, mode referenced sets 0"]
+    # a record without the read-back (a benchrun from before it) is not trusted
+    r = rec("mremap-4k", "on", 0)
+    del r["knobs"]
+    assert bench.state_problems(bench.BY_NAME["mremap-4k"], "patched", "on", r) == \
+        ["no read-back of the knobs in the run's record"]
+
+
+# On stock, a foliobatch directory means the boot was not the stock kernel;
+# on the patched kernel, its absence means no switch was set.
+def test_stock_has_no_foliobatch_directory(tmp_path, monkeypatch):
+    good = mremap4k("stock", 0, flavour="stock")
+    bad = mremap4k("stock", 1, flavour="stock")
+    bad["foliobatch_dir"] = 1
+    kept, boot = boot_once(monkeypatch, tmp_path, bench_lines(good, bad), "stock")
+    assert [r["rep"] for r in kept] == [0]
+    assert boot["excluded"][0]["excluded"] == ["stock kernel has /sys/kernel/mm/foliobatch"]
+    w = bench.BY_NAME["mremap-4k"]
+    r = mremap4k("on", 0)
+    r.update(foliobatch_dir=0, knobs={k: v for k, v in r["knobs"].items()
+                                      if not k.startswith("foliobatch/")})
+    assert bench.state_problems(w, "patched", "on", r) == ["no /sys/kernel/mm/foliobatch"]
+
+
+# A run that exited non-zero is still left out, and now says so in the
+# boot's list (the report's table of runs left out).
+def test_a_failed_run_is_listed_with_its_exit(tmp_path, monkeypatch):
+    kept, boot = boot_once(monkeypatch, tmp_path,
+                           bench_lines(mremap4k("off", 0), mremap4k("on", 0, exit=3)))
+    assert len(kept) == 1
+    assert boot["excluded"][0]["excluded"] == ["exit 3"]
+
+
+WARNING = ("[   42.123456] WARNING: CPU: 1 PID: 77 at mm/rmap.c:1234 "
+           "try_to_unmap_one+0x1/0x2")
+
+
+# Every bench console is scanned for kernel reports: the boot records the
+# count and the first line.
+def test_a_bench_boot_counts_its_kernel_reports(tmp_path, monkeypatch):
+    lines = bench_lines(mremap4k("off", 0), mremap4k("on", 0))
+    lines.insert(1, WARNING)
+    lines.insert(2, "[   42.123500] ------------[ cut here ]------------")
+    _, boot = boot_once(monkeypatch, tmp_path, lines)
+    assert boot["kernel_reports"] == 2 and boot["first_report"] == WARNING
+    # a program that prints WARNING itself is not a kernel report
+    _, boot = boot_once(monkeypatch, tmp_path,
+                        ["WARNING: not the kernel"] + bench_lines(mremap4k("off", 0)))
+    assert boot["kernel_reports"] == 0 and boot["first_report"] == ""
+
+
+def _main_once(tmp_path, monkeypatch, lines):
+    """bench.main() on x86_64 for mremap-4k, quick, one repeat, with the
+    patched boot's console made of lines, a clean stock boot, nothing built."""
+    fake_boot(monkeypatch, tmp_path, lines,
+              bench_lines(mremap4k("stock", 0, flavour="stock")))
+    monkeypatch.setattr(bench.config, "WORK", tmp_path)
+    monkeypatch.setattr(bench.source, "apply", lambda: None)
+    monkeypatch.setattr(bench.source, "series_hash", lambda: "s")
+    monkeypatch.setattr(bench.source, "base_version", lambda: "6.12")
+    monkeypatch.setattr(bench.build, "build", lambda *a, **k: None)
+    monkeypatch.setattr(bench.build, "config_hash", lambda *a: "c")
+    monkeypatch.setattr(bench.image, "build", lambda *a: None)
+    monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
+    rc = bench.main(["x86_64"], ["mremap-4k"], quick=True, repeats=1, min_repeats=1)
+    out = next((tmp_path / "results").iterdir())
+    return rc, out, (out / "report.md").read_text()
+
+
+# 'lab bench' exits 1 when a bench console holds a kernel report, and the
+# report names the boot, the count and the first line; a clean bench
+# exits 0 with a count of 0 for each boot.
+def test_bench_exits_non_zero_on_a_kernel_report(tmp_path, monkeypatch):
+    runs = [mremap4k("off", 0), mremap4k("on", 0)]
+    rc, out, md = _main_once(tmp_path / "a", monkeypatch, bench_lines(*runs))
+    assert rc == 0
+    assert "| x86_64-bench-patched-r0 | 2 | 0 | 0 | - |" in md
+    (tmp_path / "b").mkdir()
+    rc, out, md = _main_once(tmp_path / "b", monkeypatch, [WARNING] + bench_lines(*runs))
+    assert rc == 1
+    assert f"| x86_64-bench-patched-r0 | 2 | 0 | 1 | {WARNING} |" in md
+    assert json.loads((out / "boots.json").read_text())[0]["kernel_reports"] == 1
+
+
+# The report lists each run left out, its boot and why; 'lab report DIR'
+# makes the same list again from boots.json.
+def test_report_lists_the_runs_left_out(tmp_path, monkeypatch):
+    bad = "# lab: could not write 'never' to /sys/kernel/mm/transparent_hugepage/enabled"
+    runs = [mremap4k("off", 0), mremap4k("on", 0), mremap4k("off", 1, exit=1)]
+    rc, out, md = _main_once(tmp_path, monkeypatch,
+                             bench_lines(*runs, before={1: [bad]}))
+    assert "### Runs left out" in md
+    assert f"| x86_64-bench-patched-r0 | mremap-4k | on | 0 | {bad} |" in md
+    assert "| x86_64-bench-patched-r0 | mremap-4k | off | 1 | exit 1 |" in md
+    assert "| x86_64-bench-patched-r0 | 1 | 2 | 0 | - |" in md
+    (out / "report.md").unlink()
+    bench.report_dir(out)
+    assert f"| mremap-4k | on | 0 | {bad} |" in (out / "report.md").read_text()
+
+
+# benchrun itself: the knobs it reads back are the files' settings (on this
+# host: no foliobatch directory, the THP settings it has).
+def test_benchrun_reads_back_the_knobs(tmp_path):
+    gcc = shutil.which("gcc")
+    assert gcc, "gcc is needed to build guest/bench/benchrun.c on the host"
+    exe = tmp_path / "benchrun"
+    subprocess.run([gcc, "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE",
+                    f"-I{REPO}/guest/include", str(REPO / "guest/bench/benchrun.c"),
+                    str(REPO / "guest/lib/lab.c"), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe), "w", "m", "0", "--", "/bin/true"],
+                         capture_output=True, text=True).stdout
+    r = json.loads(out.splitlines()[-1][len("BENCH "):])
+    mm = Path("/sys/kernel/mm")
+    assert r["foliobatch_dir"] == int((mm / "foliobatch").is_dir())
+
+    def setting(f):
+        t = f.read_text()
+        return t[t.index("[") + 1:t.index("]")] if "[" in t else t.strip()
+
+    want = {str(f.relative_to(mm)): setting(f) for pat in (
+        "foliobatch/*", f"{THP}/enabled", f"{THP}/hugepages-*/enabled",
+        "lru_gen/enabled") for f in mm.glob(pat)}
+    assert r["knobs"] == want
+
+
+BOGO = "bogo ops per instruction-second"
+
+
+def dirty(mode, rep, t, bogo, scale, flavour="patched", arch="x86_64"):
+    r = rec("dirty-reclaim", mode, rep, t, flavour, bogo_ops=bogo)
+    r.update(arch=arch, scale=scale)
+    return r
+
+
+# The 2-worker dirty-reclaim rates of the README's quick-scale table: runs
+# recorded before dirtyreclaim counted stress-ng's operations once (bogo_ops
+# 200 for 100 ops in all, their scale "100 ops each") give the same rates as
+# runs recorded after (bogo_ops 100): 35.4 -> 44.6 per second, +25.9%.
+def test_bogo_ops_rates_count_stress_ngs_operations_once():
+    old = "2 workers, 256 MB, memory.high 64 MB, 100 ops each"
+    new = "2 workers, 256 MB, memory.high 64 MB, 100 ops in all"
+    w = bench.BY_NAME["dirty-reclaim"]
+    for scale, bogo in ((old, 200), (new, 100)):
+        runs = [dirty("off", 0, 2_825_000_000, bogo, scale),
+                dirty("on", 0, 2_243_840_000, bogo, scale),
+                dirty("stock", 0, 2_800_000_000, bogo, scale, "stock")]
+        md = report.markdown(report.summarize(runs), [w], "x86_64", lambda s: True)
+        row = next(l for l in md.splitlines() if BOGO in l)
+        assert "| 35.7 | 35.4 | on | 44.6 | +25.9% (one run: spread unknown) |" in row, row
+    # 8 workers of 200 ops recorded as 1,600 (the scale said "200 ops")
+    r = dirty("off", 0, 1, 1600, "8 workers, 256 MB, memory.high 64 MB, 200 ops")
+    assert report.bogo_ops(r) == 200
+    # one worker: the count is the ops either way
+    assert report.bogo_ops(dirty("off", 0, 1, 100, "1 worker, 128 MB, 100 ops")) == 100
+
+
+# The rate row shows the runs' spread, as the README's "(they vary by up to
+# 65%)" quotes it: ± half the min-max spread.
+def test_bogo_ops_rate_shows_its_spread():
+    scale = "2 workers, 256 MB, memory.high 64 MB, 100 ops in all"
+    runs = [dirty("off", i, t, 100, scale) for i, t in enumerate((2e9, 3e9, 4e9))]
+    md = report.markdown(report.summarize(runs), [bench.BY_NAME["dirty-reclaim"]],
+                         "x86_64", lambda s: True)
+    row = next(l for l in md.splitlines() if BOGO in l)
+    assert "| 33.3 (±37.5%) |" in row, row
+
+
+# The switch-off check allows a compared counter 1% (of stock's median),
+# and says so; a counter 2% away is a difference.
+def test_off_vs_stock_counters_within_one_percent():
+    w = bench.BY_NAME["pt-reclaim"]
+
+    def runs(off_kb):
+        rs = [rec("pt-reclaim", "off", i, 1000, vmpte_after_kb=off_kb) for i in range(2)]
+        rs += [rec("pt-reclaim", "stock", i, 1000, "stock", vmpte_after_kb=1000)
+               for i in range(2)]
+        for r in rs:
+            r["arch"] = "x86_64"
+        return report.summarize(rs)
+
+    text, ok = report.off_vs_stock(runs(1010), "x86_64", w)
+    assert ok is True and "VmPTE after (kB) within 1%" in text, text
+    assert "equal" not in text
+    text, ok = report.off_vs_stock(runs(1020), "x86_64", w)
+    assert ok is False and "VmPTE after (kB) 1,020 vs 1,000" in text
+    md = report.markdown(runs(1010), [w], "x86_64", lambda s: True)
+    assert "the median of each compared counter within 1% of stock's" in md
+
+
+# The README states the rule the code applies.
+def test_readme_states_the_off_vs_stock_rule_of_the_code():
+    text = " ".join((REPO / "README.md").read_text().split())
+    assert (f"within {report.OFF_VS_STOCK_TOLERANCE:.0%} of the stock kernel's" in text)
+    assert (f"within {report.COUNTER_TOLERANCE:.0%} of stock's" in text)
+    assert "structural counters (VmPTE, pages reclaimed, folios faulted) are equal" \
+        not in text
