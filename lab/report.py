@@ -236,26 +236,37 @@ def mechanism_table(probes, workloads, arch):
             if not any(rs for k, rs in runs.items() if k not in failed):
                 continue
 
-            def calls(key, ev=m.event):
+            def count(key, ev=m.event):
                 rs = runs[key]
-                if key in failed:
-                    return "n/a"
-                return f"{rs[0].get('kprobe', {}).get(ev, 0):,}" if rs else "-"
+                if key in failed or not rs:
+                    return None
+                return rs[0].get("kprobe", {}).get(ev, 0)
+
+            def calls(key):
+                n = count(key)
+                return "n/a" if key in failed else "-" if n is None else f"{n:,}"
+
+            def ratio(a, b):
+                return f"{a / b:.1f}" if a is not None and b else "-"
 
             on = runs[("patched", "on")]
-            limit = f"{m.limit(on[0]):,}" if m.limit and on else "-"
+            lim = m.limit(on[0]) if m.limit and on else None
+            limit = f"{lim:,}" if lim is not None else "-"
+            off_n, on_n = count(("patched", "off")), count(("patched", "on"))
             rows.append(f"| {w.name} | {m.label} | {calls(('stock', 'stock'))} | "
                         f"{calls(('patched', 'off'))} | {calls(('patched', 'on'))} | "
-                        f"{limit} |")
+                        f"{ratio(off_n, on_n)} | {limit} | {ratio(on_n, lim)} |")
     if not rows:
         return ""
     return "\n".join([
         f"Mechanisms ({arch}): calls of the kernel functions the series changes, "
         "counted by kprobes in one probe run per mode (kprobes armed only there, "
-        "so they cost no measured run anything); limit: what a perfect batch "
-        "would reach with the switch on.", "",
-        "| workload | counter | stock | switch off | switch on | limit |",
-        "|---|---|---|---|---|---|"] + rows) + "\n"
+        "so they cost no measured run anything); off / on: switch off's calls "
+        "over switch on's; limit: what a perfect batch would reach with the "
+        "switch on; on / limit: switch on's calls over that.", "",
+        "| workload | counter | stock | switch off | switch on | off / on | limit "
+        "| on / limit |",
+        "|---|---|---|---|---|---|---|---|"] + rows) + "\n"
 
 
 def ratios(groups, workloads, arch):

@@ -147,11 +147,13 @@ def test_mechanism_table_has_the_limit_column():
             probe("dirty-reclaim-1w", "off", flushdirty=600),
             probe("dirty-reclaim-1w", "on", flushdirty=25)]
     md = report.mechanism_table(report.summarize(runs, probe=True), ws, "arm64")
+    # off / on and on / limit need a non-zero divisor
     assert "| mremap-64k | contpte unfolds: __contpte_try_unfold() calls | 16,007 | " \
-        "16,007 | 0 | 0 |" in md
-    # one flush per 31 pages swapped out: 620 / 31 = 20
+        "16,007 | 0 | - | 0 | - |" in md
+    # one flush per 31 pages swapped out: 620 / 31 = 20; 600 / 25 = 24.0
+    # times fewer flushes with the switch on, 25 / 20 = 1.2 times the limit
     assert "| dirty-reclaim-1w | reclaim TLB flushes: try_to_unmap_flush_dirty() " \
-        "calls | - | 600 | 25 | 20 |" in md
+        "calls | - | 600 | 25 | 24.0 | 20 | 1.2 |" in md
     # a kprobe that no kernel could set leaves its row out; one that only
     # stock could not set (a function the series adds) is n/a there
     for r in runs:
@@ -160,7 +162,7 @@ def test_mechanism_table_has_the_limit_column():
     md = report.mechanism_table(report.summarize(runs, probe=True), ws, "arm64")
     assert "__contpte_try_fold" not in md
     assert "| mremap-64k | contpte unfolds: __contpte_try_unfold() calls | n/a | " \
-        "16,007 | 0 | 0 |" in md
+        "16,007 | 0 | - | 0 | - |" in md
     assert report.mechanism_table(report.summarize(runs, probe=True), ws, "x86_64") \
         .count("| mremap-64k") == 0
 
