@@ -3,7 +3,9 @@
 One build directory per (arch, variant, flavour), a direct child of the
 flavour's source tree (see config.build_dir).  The config is tinyconfig plus
 configs/common.config, configs/<arch>.config and, for the debug variant,
-configs/debug.config; every option a fragment sets is checked afterwards.
+configs/debug.config (the nosplit variant adds configs/nosplit.config to
+that); every option the fragments set is checked afterwards, a later
+fragment's value over an earlier one's.
 """
 
 import hashlib
@@ -28,9 +30,11 @@ BUILD_ENV = {
 def fragments(arch_name, variant, flavour="stock"):
     """Config fragments of a build, in merge order."""
     frags = [config.CONFIGS / "common.config", config.CONFIGS / f"{arch_name}.config"]
-    if variant == "debug":
+    if variant in ("debug", "nosplit"):
         frags.append(config.CONFIGS / "debug.config")
-    elif variant != "default":
+    if variant == "nosplit":
+        frags.append(config.CONFIGS / "nosplit.config")
+    elif variant not in ("default", "debug"):
         raise LabError(f"unknown variant '{variant}' (known: {', '.join(config.VARIANTS)})")
     if flavour != "stock":
         frags.append(config.CONFIGS / "patched.config")
@@ -63,14 +67,19 @@ def parse_dotconfig(path):
 
 
 def check_config(dotconfig, frags):
-    """Every option a fragment sets must hold in the final .config."""
+    """Every option the fragments set must hold in the final .config; where
+    two fragments set one option, the later one's value (as merge_config.sh
+    merges them)."""
     have = parse_dotconfig(dotconfig)
-    bad = []
+    want = {}
     for frag in frags:
         for key, val in parse_fragment(frag).items():
-            got = have.get(key, "n")
-            if got != val:
-                bad.append(f"{key}={val} (from {frag.name}) ended up as {key}={got}")
+            want[key] = (val, frag.name)
+    bad = []
+    for key, (val, name) in want.items():
+        got = have.get(key, "n")
+        if got != val:
+            bad.append(f"{key}={val} (from {name}) ended up as {key}={got}")
     if bad:
         raise LabError("config fragment options did not stick (a dependency is "
                        "missing):\n  " + "\n  ".join(bad))

@@ -132,6 +132,8 @@ def cmd_test(args):
     if not only:
         export.test_row(tally)
     if harden_too:
+        for arch_name, variant, _ in harden.short_kernels(arches):
+            testcmd.nosplit_check(tally, arch_name, variant)
         harden.short_form(tally, arches)
     if not args.no_check and not only:
         check.ci_form(tally, use_cache=not args.no_cache)

@@ -20,7 +20,7 @@ CONFIGS = REPO / "configs"
 GUEST = REPO / "guest"
 
 FLAVOURS = ("stock", "patched")
-VARIANTS = ("default", "debug")
+VARIANTS = ("default", "debug", "nosplit")
 
 # The runtime switches added by the first patch of the series.
 SWITCH_DIR = "/sys/kernel/mm/foliobatch"

@@ -217,12 +217,14 @@ def harden_arch(tally, arch_name, variant="debug", seconds=1800, round_s=300,
 
 def short_kernels(arches):
     """The kernels short_form() boots, as (arch, variant, flavour)."""
-    return [(a, "debug", "patched") for a in arches if a in suites.SHORT_ARCHES]
+    return [(a, suites.SHORT_VARIANT, "patched") for a in arches
+            if a in suites.SHORT_ARCHES]
 
 
 def short_form(tally, arches):
     """What 'lab test' runs last: the load alone, for suites.SHORT_MINUTES,
-    on the patched debug kernel of the arches in suites.SHORT_ARCHES."""
+    on the patched suites.SHORT_VARIANT kernel of the arches in
+    suites.SHORT_ARCHES."""
     for arch_name, variant, _ in short_kernels(arches):
         try:
             harden_arch(tally, arch_name, variant, int(suites.SHORT_MINUTES * 60),

@@ -31,13 +31,25 @@ SELFTEST_ARGS = {
 # CI) runs after the suites: minutes of load and seconds per round ...
 SHORT_MINUTES = 2.0
 SHORT_ROUND = 60
-# ... and on which arches.  A cold CI run must stay under 60 minutes; the
-# debug kernels are the largest builds (about 7 min x86_64, 6 min arm64 on
-# 2 cores), and four default kernels, their test boots and this already
-# take about 45.  arm64 carries most of the series' arch code (contpte
-# young batching, the TLB-batch range), so it is the one CI hardens; the
-# long form ('lab harden') runs both.
+# ... on which arches, and on which kernel: the debug kernel without split
+# PTE locks (configs/nosplit.config), which 'lab test' also boots with the
+# tests that take a PMD lock and a PTE lock together (NOSPLIT_TESTS).  A cold
+# CI run must stay under 60 minutes; the debug kernels are the largest builds
+# (about 7 min x86_64, 6 min arm64 on 2 cores), and four default kernels and
+# their test boots already take about 45.  arm64 carries most of the series'
+# arch code (contpte young batching, the TLB-batch range), so it is the one
+# CI hardens; the long form ('lab harden') runs both, on the debug kernel
+# with split PTE locks (and so with separately allocated ones: lockdep makes
+# spinlock_t too large to embed).
 SHORT_ARCHES = ("arm64",)
+SHORT_VARIANT = "nosplit"
+
+# What the nosplit boot runs: the own tests where a PTE page vanishes under
+# code that holds or compares its lock with the PMD lock (program -> test
+# names), and the upstream programs that collapse and move page tables.
+NOSPLIT_TESTS = {"pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp",
+                                "collapse_race", "collapse_uffd_race")}
+NOSPLIT_UPSTREAM = ("khugepaged", "uffd-unit-tests")
 
 # arm64 CPUs without FEAT_TLBIRANGE (Cortex-A72, Neoverse-N1) flush a range
 # of more than MAX_DVM_OPS pages with flush_tlb_mm(): the young flush and
@@ -127,7 +139,7 @@ def _lines(entries):
 # Timeouts above are for the default variant.  KASAN, lockdep and
 # PAGE_TABLE_CHECK make the debug variant several times slower under TCG
 # (split_huge_page_test took over 600 s on it), so its timeouts are scaled.
-TIMEOUT_SCALE = {"default": 1, "debug": 4}
+TIMEOUT_SCALE = {"default": 1, "debug": 4, "nosplit": 4}
 
 
 def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
@@ -155,13 +167,22 @@ RACE_TESTS = {
 }
 
 
-def race_plan(races, variant="default"):
-    """A plan that runs the named tests of each program ({program: names})."""
+def race_plan(races, variant="default", upstream=()):
+    """A plan that runs the named tests of each own program ({program:
+    names}) and then the upstream programs named in upstream."""
     scale = TIMEOUT_SCALE[variant]
-    return _lines([(prog, scale * OWN_TIMEOUTS.get(prog, 600),
-                    [f"/lab/tests/{prog}"] + [a for n in names for a in ("-t", n)])
-                   for prog, names in sorted(races.items())])
+    entries = [(prog, scale * OWN_TIMEOUTS.get(prog, 600),
+                [f"/lab/tests/{prog}"] + [a for n in names for a in ("-t", n)])
+               for prog, names in sorted(races.items())]
+    for prog in upstream:
+        timeout, args = SELFTEST_ARGS[prog]
+        entries.append((prog, scale * timeout, [f"/lab/selftests/mm/{prog}"] + args))
+    return _lines(entries)
 
 
 def boot_param_plan():
-    return _lines([("switches", 120, ["/lab/tests/switches"])])
+    """The plan of the boot with BOOT_PARAM on the command line: the
+    switches test, told what BOOT_PARAM must have set (in place of the
+    prologue's defaults)."""
+    plan = _lines([("switches", 120, ["/lab/tests/switches"])])
+    return plan.replace(_expect_line(""), _expect_line(BOOT_PARAM), 1)

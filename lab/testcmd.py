@@ -290,6 +290,24 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     say(f"{arch_name}/{variant}: done in {t}")
 
 
+def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
+    """The tests that take a PMD lock and a PTE lock together
+    (suites.NOSPLIT_TESTS and NOSPLIT_UPSTREAM) on the patched kernel
+    without split PTE locks; rows <arch>/<variant>/patched-nosplit/..."""
+    prefix = f"{arch_name}/{variant}/patched-nosplit"
+    try:
+        build.build(arch_name, variant, "patched")
+        with _image_lock:
+            image.build(arch_name)
+        plan = suites.race_plan(suites.NOSPLIT_TESTS, variant, suites.NOSPLIT_UPSTREAM)
+        b = boot_and_parse(arch_name, "patched", variant, plan, "nosplit",
+                           timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
+        tally_boot(tally, prefix, b)
+    except LabError as e:
+        tally.add("fail", f"{prefix}/lab", str(e).splitlines()[0])
+        print(str(e), file=sys.stderr)
+
+
 def here_check(tally, arch_name, variant):
     """run-here.sh in a guest of the patched kernel, as on a machine of its
     own, and the report of what it wrote (lab/here.py)."""

@@ -69,3 +69,30 @@ def test_cpio_list_creates_parent_dirs_once(tmp_path):
     cl.file("/lab/tests/b", tmp_path / "b")
     dirs = [l for l in cl.lines if l.startswith("dir ")]
     assert dirs == ["dir /lab 0755 0 0", "dir /lab/tests 0755 0 0"]
+
+
+def test_a_later_fragment_overrides_an_earlier_one(tmp_path):
+    # nosplit.config sets NR_CPUS=2 over common.config's 8
+    first, later = tmp_path / "a.config", tmp_path / "b.config"
+    first.write_text("CONFIG_NR_CPUS=8\nCONFIG_SMP=y\n")
+    later.write_text("CONFIG_NR_CPUS=2\n# CONFIG_SPLIT_PTE_PTLOCKS is not set\n")
+    dot = tmp_path / ".config"
+    dot.write_text("CONFIG_SMP=y\nCONFIG_NR_CPUS=2\n")
+    build.check_config(dot, [first, later])
+    dot.write_text("CONFIG_SMP=y\nCONFIG_NR_CPUS=2\nCONFIG_SPLIT_PTE_PTLOCKS=y\n")
+    with pytest.raises(LabError) as e:
+        build.check_config(dot, [first, later])
+    assert "SPLIT_PTE_PTLOCKS" in str(e.value) and "NR_CPUS" not in str(e.value)
+
+
+def test_the_nosplit_variant_is_the_debug_kernel_without_split_pte_locks():
+    names = [f.name for f in build.fragments("arm64", "nosplit", "patched")]
+    assert names == ["common.config", "arm64.config", "debug.config",
+                     "nosplit.config", "patched.config"]
+    frag = build.parse_fragment(config.CONFIGS / "nosplit.config")
+    assert frag == {"CONFIG_NR_CPUS": "2", "CONFIG_SPLIT_PTE_PTLOCKS": "n"}
+    assert suites.SHORT_VARIANT == "nosplit"
+    plan = suites.race_plan(suites.NOSPLIT_TESTS, "nosplit", suites.NOSPLIT_UPSTREAM)
+    assert "-t collapse_uffd_race" in plan
+    assert "lab_run khugepaged 4800 /lab/selftests/mm/khugepaged" in plan
+    assert "lab_run_cases uffd-unit-tests" in plan
