@@ -69,10 +69,61 @@ CPU_FEATURES = {"arm64": ("TLB range maintenance instructions",
 # switches off, an unknown name and a bad value that must be ignored.
 BOOT_PARAM = "foliobatch=pt_reclaim=0,unmap_batch=0,no_such_switch=1,mremap_batch=2"
 
+
+def _kstrtobool(text):
+    """1 or 0 for what the kernel's kstrtobool() (6.12) accepts: it reads
+    the first character, or the first two after an 'o'; None otherwise."""
+    if text[:1] in ("y", "Y", "t", "T", "1"):
+        return 1
+    if text[:1] in ("n", "N", "f", "F", "0"):
+        return 0
+    if text[:1] in ("o", "O") and text[1:2] in ("n", "N", "f", "F"):
+        return 1 if text[1:2] in ("n", "N") else 0
+    return None
+
+
+def expected_switches(cmdline):
+    """What each switch reads after a boot with kernel command line
+    cmdline, as "name=0|1,..." in config.SWITCHES order: the value the
+    switches test (guest/tests/switches.c boot_values) checks, passed to it
+    in LAB_EXPECT_SWITCHES.
+
+    Every switch starts at 1 (mm/foliobatch.c).  Each foliobatch= argument
+    before "--" applies in order, its comma-separated items
+    "<name>=<bool>" ("all" names every switch) too, so the last one wins;
+    an item without '=', with an unknown name or with a value kstrtobool()
+    rejects is ignored, as the kernel ignores it.  Double quotes are
+    dropped, as the kernel's argument parser drops them."""
+    value = {name: 1 for name in config.SWITCHES}
+    for arg in cmdline.replace('"', "").split():
+        if arg == "--":
+            break
+        if not arg.startswith("foliobatch="):
+            continue
+        for item in arg[len("foliobatch="):].split(","):
+            name, eq, text = item.partition("=")
+            on = _kstrtobool(text) if eq else None
+            if on is None:
+                continue
+            for sw in value:
+                if name in ("all", sw):
+                    value[sw] = on
+    return ",".join(f"{sw}={v}" for sw, v in value.items())
+
+
 PROLOGUE = """. /lab/lib.sh
 # Some upstream tests (cow, uffd-unit-tests) cover hugetlb when pages exist.
 lab_sysfs /proc/sys/vm/nr_hugepages 16
 """
+
+
+def _expect_line(cmdline):
+    return f"export LAB_EXPECT_SWITCHES={expected_switches(cmdline)}\n"
+
+
+# Every plan tells the switches test what the switches read at boot: their
+# defaults, for a boot without foliobatch= (boot_param_plan() puts its own).
+PROLOGUE += _expect_line("")
 
 
 def own_tests():

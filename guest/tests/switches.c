@@ -4,7 +4,10 @@
  * /sys/kernel/mm/foliobatch and of the foliobatch= boot parameter.
  *
  * LAB_FLAVOUR must be "stock" or "patched".  On stock only the absence of
- * the directory is checked; on patched the switches themselves are.
+ * the directory is checked; on patched the switches themselves are.  On
+ * patched, LAB_EXPECT_SWITCHES must hold what every switch reads at boot
+ * ("pt_reclaim=0,mremap_batch=1,..."), as the lab computes it from the
+ * command line it boots the kernel with.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -82,64 +85,51 @@ static int fb_index(const char *name)
 	return -1;
 }
 
-/*
- * Applies one foliobatch= value the way mm/foliobatch.c does: items split
- * at ',', empty items skipped, "<name>=<0|1>" with "all" naming every
- * switch, later items win, unknown names and malformed items ignored.
- */
-static void fb_apply_param(char *val, int expect[FB_NR])
-{
-	char *item, *eq;
-	int i, v;
-
-	while ((item = strsep(&val, ",")) != NULL) {
-		eq = strchr(item, '=');
-		if (!eq)
-			continue;
-		if (!strcmp(eq + 1, "0"))
-			v = 0;
-		else if (!strcmp(eq + 1, "1"))
-			v = 1;
-		else
-			continue;
-		*eq = '\0';
-		for (i = 0; i < FB_NR; i++)
-			if (!strcmp(item, "all") || !strcmp(item, fb_names[i]))
-				expect[i] = v;
-	}
-}
-
-/*
- * Fills @expect with the values the kernel command line implies, default
- * 1.  Every foliobatch= parameter counts, in order; parsing stops at "--",
- * after which arguments belong to init.  Double quotes are dropped, as the
- * kernel's next_arg() does.  Returns 0 or -errno.
+/**
+ * fb_expected() - read what the lab expects the switches to read at boot
+ * @expect: filled with 0 or 1 for every switch, in fb_names order
+ *
+ * The lab computes the values from the kernel command line it boots with
+ * and the switches' defaults, and passes them in LAB_EXPECT_SWITCHES as
+ * "<name>=<0|1>,..." naming every switch exactly once (lab/suites.py
+ * expected_switches()).  Nothing is derived from /proc/cmdline here: a
+ * parameter that never reached the kernel must show as a mismatch.
+ *
+ * Return: 0, -ENOENT if the variable is not set, -EINVAL if it names an
+ * unknown switch, a switch twice, a value other than 0 or 1, or does not
+ * name every switch.
  */
 static int fb_expected(int expect[FB_NR])
 {
-	char cmdline[4096], *rest, *tok, *d, *s;
-	ssize_t n;
-	int i;
+	const char *env = getenv("LAB_EXPECT_SWITCHES");
+	char buf[512], *rest, *item, *eq;
+	int i, nr = 0;
 
 	for (i = 0; i < FB_NR; i++)
-		expect[i] = 1;
-	n = lab_read_file("/proc/cmdline", cmdline, sizeof(cmdline));
-	if (n < 0)
-		return n;
-	rest = cmdline;
-	while ((tok = strsep(&rest, " \t\n")) != NULL) {
-		if (!strcmp(tok, "--"))
-			break;
-		for (s = d = tok; *s; s++)
-			if (*s != '"')
-				*d++ = *s;
-		*d = '\0';
-		if (!strncmp(tok, "foliobatch=", 11)) {
-			ksft_print_msg("command line: %s\n", tok);
-			fb_apply_param(tok + 11, expect);
-		}
+		expect[i] = -1;
+	if (!env)
+		return -ENOENT;
+	if (strlen(env) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, env);
+	rest = buf;
+	while ((item = strsep(&rest, ",")) != NULL) {
+		eq = strchr(item, '=');
+		if (!eq)
+			return -EINVAL;
+		*eq = '\0';
+		i = fb_index(item);
+		if (i < 0 || expect[i] >= 0)
+			return -EINVAL;
+		if (!strcmp(eq + 1, "0"))
+			expect[i] = 0;
+		else if (!strcmp(eq + 1, "1"))
+			expect[i] = 1;
+		else
+			return -EINVAL;
+		nr++;
 	}
-	return 0;
+	return nr == FB_NR ? 0 : -EINVAL;
 }
 
 /* Proves a stock kernel has no switches directory at all. */
@@ -213,17 +203,30 @@ TEST_F(fb, entries)
 	ASSERT_EQ(FB_NR, nr);
 }
 
-/* Proves the values at boot are what foliobatch= on the command line says. */
+/*
+ * Proves every switch reads at boot what the lab expects from the kernel
+ * command line it booted with (foliobatch=, or the defaults without it):
+ * the expected values come from the host in LAB_EXPECT_SWITCHES, so a
+ * parameter the kernel never received, or ignored, fails here.  Fails
+ * when the variable is missing or malformed.
+ */
 TEST_F(fb, boot_values)
 {
-	int expect[FB_NR], i;
+	char cmdline[4096];
+	int expect[FB_NR], i, ret;
 
-	ASSERT_EQ(0, fb_expected(expect));
+	if (lab_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) > 0)
+		ksft_print_msg("command line: %s", cmdline);
+	ret = fb_expected(expect);
+	ASSERT_EQ(0, ret)
+		TH_LOG("LAB_EXPECT_SWITCHES %s: the lab's plan must export every switch's expected value, e.g. \"pt_reclaim=0,mremap_batch=1,...\"",
+		       ret == -ENOENT ? "is not set" : "is malformed");
 	for (i = 0; i < FB_NR; i++) {
 		ksft_print_msg("%s=%d (expected %d)\n", fb_names[i],
 			       self->initial[i], expect[i]);
 		EXPECT_EQ(expect[i], self->initial[i])
-			TH_LOG("%s differs from the command line", fb_names[i]);
+			TH_LOG("%s reads %d at boot, the lab expects %d",
+			       fb_names[i], self->initial[i], expect[i]);
 	}
 }
 

@@ -1,0 +1,78 @@
+"""The expected switch values the lab passes to the boot-parameter test
+(LAB_EXPECT_SWITCHES, checked by guest/tests/switches.c boot_values)."""
+
+import re
+
+import pytest
+
+from lab import config, suites
+
+DEFAULTS = ",".join(f"{s}=1" for s in config.SWITCHES)
+
+
+def exported(plan):
+    """The values of every LAB_EXPECT_SWITCHES export in a plan."""
+    return re.findall(r"^export LAB_EXPECT_SWITCHES=(\S*)$", plan, re.M)
+
+
+def test_boot_param_sets_two_switches_off_and_ignores_the_rest():
+    # no_such_switch=1 is unknown, mremap_batch=2 is no boolean: both ignored
+    assert suites.expected_switches(suites.BOOT_PARAM) == (
+        "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
+        "mglru_young_batch=1,reclaim_tlb_batch=1")
+
+
+def test_the_boot_param_plan_exports_what_boot_param_sets_once():
+    plan = suites.boot_param_plan()
+    assert exported(plan) == [suites.expected_switches(suites.BOOT_PARAM)]
+    assert "lab_run switches " in plan
+    # the export comes before the program that reads it
+    assert plan.index("export LAB_EXPECT_SWITCHES") < plan.index("lab_run switches")
+
+
+def test_a_changed_boot_param_changes_the_expected_values(monkeypatch):
+    before = exported(suites.boot_param_plan())
+    monkeypatch.setattr(suites, "BOOT_PARAM", "foliobatch=all=0,reclaim_tlb_batch=on")
+    after = exported(suites.boot_param_plan())
+    assert after != before
+    assert after == ["pt_reclaim=0,mremap_batch=0,referenced_batch=0,unmap_batch=0,"
+                     "mglru_young_batch=0,reclaim_tlb_batch=1"]
+
+
+def test_the_test_plan_expects_the_defaults():
+    for arch_name in ("x86_64", "arm64"):
+        assert exported(suites.test_plan(arch_name)) == [DEFAULTS]
+        assert exported(suites.test_plan(arch_name, only={"switches"})) == [DEFAULTS]
+
+
+def test_every_switch_is_named_once_in_config_order():
+    names = [item.split("=")[0] for item in suites.expected_switches("").split(",")]
+    assert names == list(config.SWITCHES)
+    assert len(set(names)) == 6
+
+
+@pytest.mark.parametrize("cmdline, changed", [
+    ("", {}),
+    ("console=ttyS0 quiet", {}),
+    # later items and later arguments win
+    ("foliobatch=pt_reclaim=0,pt_reclaim=1", {}),
+    ("foliobatch=pt_reclaim=0 foliobatch=pt_reclaim=1", {}),
+    ("foliobatch=all=0,mremap_batch=1",
+     {s: 0 for s in config.SWITCHES if s != "mremap_batch"}),
+    # what kstrtobool() accepts: first character, or 'o' and the next
+    ("foliobatch=pt_reclaim=n,unmap_batch=off,mremap_batch=No",
+     {"pt_reclaim": 0, "unmap_batch": 0, "mremap_batch": 0}),
+    ("foliobatch=all=0,pt_reclaim=y,unmap_batch=on,mremap_batch=1x,"
+     "referenced_batch=True",
+     {"mglru_young_batch": 0, "reclaim_tlb_batch": 0}),
+    # and what it rejects, with unknown names and items without '='
+    ("foliobatch=pt_reclaim=2,unmap_batch=,mremap_batch=o,referenced_batch=ox,"
+     "reclaim_tlb_batch=-1,nope=0,all,=0,ALL=0,Pt_reclaim=0", {}),
+    # arguments after "--" are init's
+    ("quiet -- foliobatch=all=0", {}),
+    # quotes are dropped, a longer parameter name is another parameter
+    ('foliobatch="pt_reclaim=0" foliobatchx=unmap_batch=0', {"pt_reclaim": 0}),
+])
+def test_expected_switches_follow_the_kernels_parser(cmdline, changed):
+    want = {s: changed.get(s, 1) for s in config.SWITCHES}
+    assert suites.expected_switches(cmdline) == ",".join(f"{s}={v}" for s, v in want.items())
