@@ -17,6 +17,7 @@ OTHER = "Testing move on anon... ERROR: UFFDIO_MOVE error: -22 (errno=22, @uffd-
 # names contain the filter; ERROR_IN names a case in which it exits (err()).
 FAKE = r"""#!/bin/sh
 if [ "$1" = -l ]; then printf 'move\nmove-pmd\nevents\npoison\n'; exit 0; fi
+cat "$LAB_ASLR_KNOB" >> "$LAB_ASLR_KNOB.seen"
 for t in move move-pmd events poison; do
 	case $t in *"$2"*) ;; *) continue ;; esac
 	for m in anon shmem; do
@@ -41,9 +42,16 @@ def run_cases(tmp_path, **env):
     prog.chmod(0o755)
     script = (f". {config.GUEST / 'lib.sh'}\n"
               f"lab_run_cases uffd-unit-tests 60 {prog}\n")
-    # the guest runs lib.sh with busybox sh; bash has its pipefail too
+    # the guest runs lib.sh with busybox sh; bash has its pipefail too.
+    # The runs turn address space randomisation off and back on: here in a
+    # file of the test's own, not the host's.
+    knob = tmp_path / "randomize_va_space"
+    knob.write_text("2\n")
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                       env={"PATH": "/usr/bin:/bin", "ERROR_LINE": "", **env})
+                       env={"PATH": "/usr/bin:/bin", "ERROR_LINE": "",
+                            "LAB_ASLR_KNOB": str(knob), **env})
+    assert knob.read_text().strip() == "2"
+    assert set((tmp_path / "randomize_va_space.seen").read_text().split()) == {"0"}
     return p.stdout
 
 
