@@ -41,8 +41,9 @@ lab_run() {
 	esac
 }
 
-# lab_run_cases NAME TIMEOUT PROG: run each case that "PROG -l" lists on its
-# own, as "PROG -f CASE" (uffd-unit-tests), so that a case in which the
+# lab_run_cases NAME TIMEOUT PROG [WORD]: run each case that "PROG -l" lists
+# (only those whose names contain WORD, if given) on its own, as
+# "PROG -f CASE" (uffd-unit-tests), so that a case in which the
 # program exits (its err() does) does not take the cases after it along.
 # Each "Testing CASE on MEM... done|failed [...]|skipped [...]" line of the
 # run's own case becomes a subtest; so does a case line with no outcome (the
@@ -58,14 +59,16 @@ lab_run_cases() {
 	name=$1
 	limit=$2
 	prog=$3
+	word=$4
 	LAB_N=$((LAB_N + 1))
-	echo "# lab: start $name: $prog, one run per case"
+	echo "# lab: start $name: $prog, one run per case${word:+ with '$word' in its name}"
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	knob=${LAB_ASLR_KNOB:-/proc/sys/kernel/randomize_va_space}
 	aslr=$(cat "$knob")
 	lab_sysfs "$knob" 0
 	cases=$("$prog" -l)
 	rc=$?
+	[ -z "$word" ] || cases=$(echo "$cases" | grep -F -e "$word")
 	sub=0
 	bad=0
 	[ $rc -eq 0 ] && [ -n "$cases" ] || bad=1

@@ -36,12 +36,12 @@ done
 """
 
 
-def run_cases(tmp_path, **env):
+def run_cases(tmp_path, word="", **env):
     prog = tmp_path / "uffd-unit-tests"
     prog.write_text(FAKE)
     prog.chmod(0o755)
     script = (f". {config.GUEST / 'lib.sh'}\n"
-              f"lab_run_cases uffd-unit-tests 60 {prog}\n")
+              f"lab_run_cases uffd-unit-tests 60 {prog} {word}\n")
     # the guest runs lib.sh with busybox sh; bash has its pipefail too.
     # The runs turn address space randomisation off and back on: here in a
     # file of the test's own, not the host's.
@@ -137,3 +137,9 @@ def test_a_whole_program_leaf_fails_on_a_failure_line_stock_did_not_print():
     assert judged(stock, same)["khugepaged"][0] == "stockfail"
     row = judged(stock, more)["khugepaged"]
     assert row[0] == "regress" and "swap entries" in row[2]
+
+
+def test_a_word_runs_only_the_cases_with_it_in_their_names(tmp_path):
+    got = leaves(run_cases(tmp_path, word="move"))
+    assert sorted(got) == sorted(f"uffd-unit-tests/{t} on {m}" for t in ("move", "move-pmd")
+                                 for m in ("anon", "shmem"))
