@@ -15,7 +15,10 @@
  * Every test runs as variants "on" and "off" (the switch, on the patched
  * kernel; the teardown writes the saved value back) and "stock".  Needs
  * root, 4 KiB pages, cgroup2, a swap device, and XFS on /mnt/xfs for the
- * file test; the pin test needs /sys/kernel/debug/gup_test.
+ * file test; the pin test needs /sys/kernel/debug/gup_test, the flush
+ * count kprobes (tracefs).  The lab's guests have all of them (swap and
+ * XFS on the disks guest/init sets up, GUP_TEST in configs/common.config),
+ * so a missing one fails the test rather than skipping it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +37,7 @@
 #include "lab.h"
 
 #define SWITCH		"/sys/kernel/mm/foliobatch/reclaim_tlb_batch"
+#define LRU_GEN		"/sys/kernel/mm/lru_gen/enabled"
 #define GUP_TEST	"/sys/kernel/debug/gup_test"
 #define XFS_DIR		"/mnt/xfs"
 #define XFS_FILE	XFS_DIR "/lab-reclaim-tlb"
@@ -61,6 +65,7 @@ struct pin_longterm_test {
 
 FIXTURE(rt) {
 	struct lab_knob knob;
+	struct lab_knob lru_gen;
 	struct lab_thp thp;
 	bool thp_saved;
 };
@@ -93,13 +98,14 @@ FIXTURE_SETUP(rt)
 	const char *fl = env ? env : "(unset)";
 
 	self->knob.valid = false;
+	self->lru_gen.valid = false;
 	self->thp_saved = false;
 	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
 		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
 	if (strcmp(fl, variant->flavour))
 		SKIP(return, "variant for the %s kernel", variant->flavour);
-	if (!lab_have_swap())
-		SKIP(return, "no swap device");
+	ASSERT_TRUE(lab_have_swap())
+		TH_LOG("no swap device: the lab's guest swaps on its labswap disk (guest/init)");
 	if (!variant->value) {
 		ASSERT_FALSE(lab_path_exists(SWITCH))
 			TH_LOG("the stock kernel has %s", SWITCH);
@@ -119,6 +125,7 @@ FIXTURE_TEARDOWN_PARENT(rt)
 	unlink(XFS_FILE);
 	EXPECT_EQ(0, lab_cg_remove(CG));
 	EXPECT_EQ(0, lab_knob_restore(&self->knob));
+	EXPECT_EQ(0, lab_knob_restore(&self->lru_gen));
 	if (self->thp_saved)
 		EXPECT_EQ(0, lab_thp_restore(&self->thp));
 }
@@ -251,9 +258,9 @@ TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
 	int fd, ret;
 
 	ret = lab_is_mounted(XFS_DIR, "xfs");
-	ASSERT_LE(0, ret);
-	if (!ret)
-		SKIP(return, "%s is not an XFS mount point", XFS_DIR);
+	ASSERT_EQ(1, ret)
+		TH_LOG("%s is not an XFS mount point: the lab's guest mounts its labxfs disk there (guest/init)",
+		       XFS_DIR);
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
 	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
 				    FILE_LIMIT));
@@ -276,6 +283,82 @@ TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
 	close(fd);
 }
 
+#define FLUSH_REGION	(8 * LAB_SZ_1M)
+#define FLUSH_PAGES	(FLUSH_REGION / PSZ)
+
+/*
+ * Proves the batch by its mechanism: reclaim flushes the TLB once per
+ * batch of dirty anonymous folios it writes to swap, not once per folio.
+ * 8 MB of private anonymous memory in 4 kB pages is written, made cold
+ * (MADV_COLD clears the accessed bits, so the first scan reclaims every
+ * page) and pushed to swap by memory.reclaim with swappiness=200 (anon
+ * only), on the classic LRU (lru_gen off, as in the dirty-reclaim bench).
+ * A kprobe counts try_to_unmap_flush_dirty(), which shrink_folio_list()
+ * calls before writing out a dirty folio (stock 6.12, switch off) or a
+ * batch of up to 31 (switch on); pswpout in /proc/vmstat counts the pages
+ * written.  With the switch on there must be at most one call per 8 pages
+ * swapped out; with it off and on stock at least one per 2.  At least half
+ * of the region must go to swap, and every page holds its data after.
+ */
+TEST_F_TIMEOUT(rt, dirty_flush_batched, 600)
+{
+	unsigned long out0, out1, swapped;
+	long long h0, h1, flushes;
+	unsigned int i;
+	size_t pg;
+	char *p;
+	int ret;
+
+	ret = lab_kprobe_add("rt_flushdirty", "try_to_unmap_flush_dirty");
+	ASSERT_EQ(0, ret) TH_LOG("kprobe on try_to_unmap_flush_dirty: %s",
+				 strerror(-ret));
+	ASSERT_EQ(0, lab_knob_save(&self->lru_gen, LRU_GEN))
+		TH_LOG("cannot read %s", LRU_GEN);
+	ASSERT_EQ(0, lab_write_file(LRU_GEN, "n"));
+	ASSERT_EQ(0, lab_cg_move(CG, 0));
+	p = mmap(NULL, FLUSH_REGION, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	for (pg = 0; pg < FLUSH_PAGES; pg++)
+		*(volatile uint64_t *)(p + pg * PSZ) = stamp(0, pg, 1);
+	ASSERT_EQ(0, madvise(p, FLUSH_REGION, MADV_COLD));
+
+	out0 = vmstat("pswpout");
+	h0 = lab_kprobe_hits("rt_flushdirty");
+	for (i = 0; i < 4; i++) {
+		ret = lab_cg_reclaim(CG, "8M swappiness=200");
+		ASSERT_TRUE(!ret || ret == -EAGAIN)
+			TH_LOG("memory.reclaim: %s", strerror(-ret));
+		if (vmstat("pswpout") - out0 >= FLUSH_PAGES)
+			break;
+	}
+	h1 = lab_kprobe_hits("rt_flushdirty");
+	out1 = vmstat("pswpout");
+	ASSERT_LE(0, h0);
+	ASSERT_LE(h0, h1);
+	flushes = h1 - h0;
+	swapped = out1 - out0;
+
+	for (pg = 0; pg < FLUSH_PAGES; pg++)
+		ASSERT_EQ(stamp(0, pg, 1), *(volatile uint64_t *)(p + pg * PSZ))
+			TH_LOG("page %zu lost its data", pg);
+	munmap(p, FLUSH_REGION);
+
+	ksft_print_msg("%s: %lld try_to_unmap_flush_dirty() calls for %lu pages swapped out, of %lu written\n",
+		       variant->value ? (variant->value[0] == '1' ?
+		       "reclaim_tlb_batch=1" : "reclaim_tlb_batch=0") :
+		       "stock", flushes, swapped, FLUSH_PAGES);
+	ASSERT_LE(FLUSH_PAGES / 2, swapped)
+		TH_LOG("reclaim swapped out too little to count flushes");
+	if (variant->value && variant->value[0] == '1') {
+		ASSERT_LE(flushes * 8, (long long)swapped)
+			TH_LOG("more than one flush per 8 pages swapped out: dirty folios were not written out in batches");
+	} else {
+		ASSERT_LE((long long)swapped, flushes * 2)
+			TH_LOG("fewer than one flush per 2 pages swapped out: stock flushes before every dirty folio");
+	}
+}
+
 /*
  * Proves a page pinned for DMA-like use is not written out: 4 MB of
  * anonymous memory is filled and its first 1 MB pinned long-term through
@@ -295,8 +378,9 @@ TEST_F_TIMEOUT(rt, pinned_not_written, 600)
 	char *p;
 
 	gup = open(GUP_TEST, O_RDWR);
-	if (gup < 0)
-		SKIP(return, "%s: %s", GUP_TEST, strerror(errno));
+	ASSERT_LE(0, gup)
+		TH_LOG("%s: %s: the lab's kernels have GUP_TEST and guest/init mounts debugfs",
+		       GUP_TEST, strerror(errno));
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -364,8 +448,8 @@ TEST_F_TIMEOUT(rt, pt_race_under_reclaim, 900)
 	int st, pfd[2];
 	pid_t pid;
 
-	if (!lab_path_exists("/lab/tests/pt_reclaim"))
-		SKIP(return, "no /lab/tests/pt_reclaim");
+	ASSERT_TRUE(lab_path_exists("/lab/tests/pt_reclaim"))
+		TH_LOG("no /lab/tests/pt_reclaim: the lab's guest image has every test program");
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
 	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
 				    LIMIT));
