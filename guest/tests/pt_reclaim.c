@@ -17,7 +17,12 @@
  * PMD and PUD tables), so checks that span a first touch of a range allow a
  * few kB for the PMD tables that touch allocates.
  *
- * Needs root and 4 KiB pages; the file tests need XFS on /mnt/xfs.
+ * Needs root and 4 KiB pages; the file tests need XFS on /mnt/xfs, the
+ * uffd tests userfaultfd with write-protect and UFFDIO_MOVE, the collapse
+ * test shmem THP.  The lab's guests and kernels have all of them (XFS on
+ * the disk guest/init mounts; USERFAULTFD, TRANSPARENT_HUGEPAGE and SHMEM
+ * in configs/common.config, uffd-wp on both x86_64 and arm64 in 6.12), so
+ * a missing one fails the test rather than skipping it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,6 +143,9 @@ static char *map_aligned(size_t len, int prot, int flags)
 
 FIXTURE(pt) {
 	struct lab_knob knob;
+	/* THP settings a test changed, restored by the teardown. */
+	struct lab_thp thp;
+	bool thp_saved;
 	/* The switch is on: DONTNEED of a whole PTE page frees it. */
 	bool reclaim;
 };
@@ -175,6 +183,7 @@ FIXTURE_SETUP(pt)
 	const char *fl = env ? env : "(unset)";
 
 	self->knob.valid = false;
+	self->thp_saved = false;
 	self->reclaim = false;
 	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
 		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
@@ -198,6 +207,9 @@ FIXTURE_TEARDOWN_PARENT(pt)
 	EXPECT_EQ(0, lab_knob_restore(&self->knob))
 		TH_LOG("cannot restore %s to %s", self->knob.path,
 		       self->knob.saved);
+	if (self->thp_saved)
+		EXPECT_EQ(0, lab_thp_restore(&self->thp))
+			TH_LOG("cannot restore the THP settings");
 }
 
 /*
@@ -388,9 +400,10 @@ static long pm_mismatch(int pm_fd, const char *p, size_t nr, uint64_t want,
  * protected; DONTNEED of all of it replaces its PTEs with uffd-wp markers
  * (file-backed VMA), so VmPTE is unchanged, pagemap shows PM_UFFD_WP on
  * every page (a freed PTE page would read as a hole, without it), and reads
- * still return the data, which shmem keeps in its page cache.  Skips when
- * the kernel lacks uffd-wp for shmem; the lab's 6.12 arm64 build has it
- * (arch/arm64/Kconfig selects HAVE_ARCH_USERFAULTFD_WP in this tree).
+ * still return the data, which shmem keeps in its page cache.  Fails when
+ * the kernel lacks uffd-wp for shmem: the lab's 6.12 builds have it on
+ * both arches (arch/arm64/Kconfig selects HAVE_ARCH_USERFAULTFD_WP in
+ * this tree, x86 since 5.7; PTE_MARKER_UFFD_WP in configs/common.config).
  */
 TEST_F(pt, no_reclaim_uffd_wp)
 {
@@ -402,11 +415,9 @@ TEST_F(pt, no_reclaim_uffd_wp)
 
 	uffd = lab_uffd_open_features(UFFD_FEATURE_PAGEFAULT_FLAG_WP |
 				      UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
-	if (uffd == -ENOSYS || uffd == -EOPNOTSUPP || uffd == -EPERM ||
-	    uffd == -ENOENT)
-		SKIP(return, "no userfaultfd write protection for shmem: %s",
-		     strerror(-uffd));
-	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+	ASSERT_LE(0, uffd)
+		TH_LOG("no userfaultfd write protection for shmem: %s",
+		       strerror(-uffd));
 
 	p = map_aligned(PMD_SZ, PROT_READ | PROT_WRITE, MAP_SHARED);
 	ASSERT_NE(MAP_FAILED, p) TH_LOG("mmap: %s", strerror(errno));
@@ -543,8 +554,9 @@ TEST_F(pt, data_after_reclaim_shared)
 
 	ret = lab_is_mounted(XFS_DIR, "xfs");
 	ASSERT_LE(0, ret) TH_LOG("/proc/mounts: %s", strerror(-ret));
-	if (!ret)
-		SKIP(return, "%s is not an XFS mount point", XFS_DIR);
+	ASSERT_EQ(1, ret)
+		TH_LOG("%s is not an XFS mount point: the lab's guest mounts its labxfs disk there (guest/init)",
+		       XFS_DIR);
 
 	p = map_xfs_file(_metadata, len, MAP_SHARED, &fd);
 	ASSERT_PAGES(p, 0, PMD_PAGES, TAG_FILE, "file before DONTNEED");
@@ -575,8 +587,9 @@ TEST_F(pt, data_after_reclaim_private)
 
 	ret = lab_is_mounted(XFS_DIR, "xfs");
 	ASSERT_LE(0, ret) TH_LOG("/proc/mounts: %s", strerror(-ret));
-	if (!ret)
-		SKIP(return, "%s is not an XFS mount point", XFS_DIR);
+	ASSERT_EQ(1, ret)
+		TH_LOG("%s is not an XFS mount point: the lab's guest mounts its labxfs disk there (guest/init)",
+		       XFS_DIR);
 
 	p = map_xfs_file(_metadata, len, MAP_PRIVATE, &fd);
 	ASSERT_PAGES(p, 0, PMD_PAGES, TAG_FILE, "file before writing");
@@ -610,7 +623,9 @@ static struct {
 	char *dst;
 	int uffd;
 	int stop;
-	unsigned long passes, moved, dontneeds, touches;
+	/* /proc/kpageflags, to tell THPs at the source; -1: do not look. */
+	int kpf_fd;
+	unsigned long passes, moved, dontneeds, touches, thp_passes;
 	int bad_errno;
 	size_t bad_page;
 	uint64_t bad_word;
@@ -643,7 +658,8 @@ static void *mv_zapper(void *arg)
 /*
  * One pass: stamps one source page itself, so that nearly every pass has
  * a page table and a page to move whatever the scheduler makes of the
- * zapper (which can still zap between the stamp and the move),
+ * zapper (which can still zap between the stamp and the move), and counts
+ * the pass in thp_passes when that page is part of a THP (kpageflags),
  * then moves the whole source region with one UFFDIO_MOVE, holes allowed,
  * so that the kernel walks the source page table back to back with the
  * zapper freeing it; then checks each page that arrived (found through
@@ -660,10 +676,15 @@ static void mv_mover(int pm_fd)
 		.len = PMD_SZ,
 		.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES,
 	};
-	uint64_t pm[PMD_PAGES], w;
+	uint64_t pm[PMD_PAGES], w, pfn, flags;
 	size_t pg = (mv.passes * 61) % PMD_PAGES;
 
 	*(volatile uint64_t *)(mv.src + pg * PSZ) = mv_stamp(pg);
+	if (mv.kpf_fd >= 0 &&
+	    !lab_pagemap_pfn(pm_fd, mv.src + pg * PSZ, &pfn) &&
+	    !lab_kpageflags(mv.kpf_fd, pfn, &flags) &&
+	    (flags & (1ULL << LAB_KPF_THP)))
+		mv.thp_passes++;
 	if (ioctl(mv.uffd, UFFDIO_MOVE, &m) && errno != EAGAIN &&
 	    errno != EBUSY) {
 		mv.bad_errno = errno;
@@ -689,22 +710,30 @@ static void mv_mover(int pm_fd)
 	madvise(mv.dst, PMD_SZ, MADV_DONTNEED);
 }
 
-static void uffd_move_race(struct __test_metadata *_metadata, int thp_advice)
+/*
+ * The race for uffd_move_race (@thp_advice MADV_NOHUGEPAGE, @kpf_fd -1) and
+ * uffd_move_race_thp (MADV_HUGEPAGE, @kpf_fd /proc/kpageflags).  With
+ * @kpf_fd, the source must be one 2 MB folio before the race starts, and
+ * with @thp_again (pt_reclaim on) a THP must be found at the source again
+ * in at least two passes: the first pass moves the first THP away.
+ */
+static void uffd_move_race(struct __test_metadata *_metadata, int thp_advice,
+			   int kpf_fd, bool thp_again)
 {
 	struct uffdio_register reg = { 0 };
 	struct timespec t0, t;
 	pthread_t zapper;
-	int uffd, pm_fd;
+	int uffd, pm_fd, ret;
+	size_t size;
 
 	uffd = lab_uffd_open_features(UFFD_FEATURE_MOVE);
-	if (uffd == -ENOSYS || uffd == -EOPNOTSUPP || uffd == -EPERM ||
-	    uffd == -ENOENT)
-		SKIP(return, "no userfaultfd with UFFD_FEATURE_MOVE: %s",
-		     strerror(-uffd));
-	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s", strerror(-uffd));
+	ASSERT_LE(0, uffd)
+		TH_LOG("no userfaultfd with UFFD_FEATURE_MOVE: %s",
+		       strerror(-uffd));
 
 	memset(&mv, 0, sizeof(mv));
 	mv.uffd = uffd;
+	mv.kpf_fd = kpf_fd;
 	mv.src = map_aligned(PMD_SZ, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS);
 	ASSERT_NE(MAP_FAILED, mv.src) TH_LOG("mmap: %s", strerror(errno));
@@ -722,6 +751,18 @@ static void uffd_move_race(struct __test_metadata *_metadata, int thp_advice)
 	pm_fd = open("/proc/self/pagemap", O_RDONLY);
 	ASSERT_LE(0, pm_fd) TH_LOG("pagemap: %s", strerror(errno));
 
+	if (kpf_fd >= 0) {
+		/* The first fault maps a 2 MB folio: the race starts there. */
+		*(volatile uint64_t *)mv.src = mv_stamp(0);
+		ret = lab_folio_mapped_size(pm_fd, kpf_fd, mv.src,
+					    PMD_SZ + PSZ, &size);
+		ASSERT_EQ(0, ret) TH_LOG("pagemap or kpageflags: %s",
+					 strerror(-ret));
+		ASSERT_EQ(PMD_SZ, size)
+			TH_LOG("the source maps %zu kB of one folio, not a 2 MB THP",
+			       size / LAB_SZ_1K);
+	}
+
 	ASSERT_EQ(0, pthread_create(&zapper, NULL, mv_zapper, NULL));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
@@ -735,6 +776,12 @@ static void uffd_move_race(struct __test_metadata *_metadata, int thp_advice)
 
 	ksft_print_msg("%lu passes, %lu pages moved, %lu DONTNEEDs, %lu touches\n",
 		       mv.passes, mv.moved, mv.dontneeds, mv.touches);
+	if (kpf_fd >= 0)
+		ksft_print_msg("%lu passes found a THP at the source\n",
+			       mv.thp_passes);
+	if (thp_again)
+		EXPECT_LE(2UL, mv.thp_passes)
+			TH_LOG("THPs did not come back at the source after its page table was freed");
 	EXPECT_EQ(0, mv.bad_errno)
 		TH_LOG("UFFDIO_MOVE failed: %s", strerror(mv.bad_errno));
 	EXPECT_EQ(0ULL, mv.bad_word)
@@ -757,16 +804,33 @@ static void uffd_move_race(struct __test_metadata *_metadata, int thp_advice)
  */
 TEST_F_TIMEOUT(pt, uffd_move_race, 120)
 {
-	uffd_move_race(_metadata, MADV_NOHUGEPAGE);
+	uffd_move_race(_metadata, MADV_NOHUGEPAGE, -1, false);
 }
 
 /*
- * As uffd_move_race, with THP allowed on the source: after a DONTNEED a
- * fault may install a huge PMD where the freed PTE page was.
+ * As uffd_move_race, with 2 MB THP "always" and the source MADV_HUGEPAGE:
+ * after a DONTNEED a fault may install a huge PMD where the freed PTE page
+ * was.  Proves a THP was there: the source is one 2 MB folio when the race
+ * starts (pagemap and /proc/kpageflags), in every variant.  With pt_reclaim
+ * on, THPs keep coming back (at least two passes find the page they stamp
+ * in a THP; 2 MB is the only anonymous size left on).  Off and on stock,
+ * the first move over a hole (the zapper had just zapped) gives the source
+ * a PTE page that then stays, so later passes may find no THP: their
+ * count is printed, not checked.
  */
 TEST_F_TIMEOUT(pt, uffd_move_race_thp, 120)
 {
-	uffd_move_race(_metadata, MADV_HUGEPAGE);
+	int kpf_fd, ret;
+
+	ret = lab_thp_save(&self->thp);
+	self->thp_saved = true;
+	ASSERT_EQ(0, ret) TH_LOG("saving THP settings: %s", strerror(-ret));
+	ret = lab_thp_only(&self->thp, 2048);
+	ASSERT_EQ(0, ret) TH_LOG("2 MB THP only: %s", strerror(-ret));
+	kpf_fd = open("/proc/kpageflags", O_RDONLY);
+	ASSERT_LE(0, kpf_fd) TH_LOG("/proc/kpageflags: %s", strerror(errno));
+	uffd_move_race(_metadata, MADV_HUGEPAGE, kpf_fd, self->reclaim);
+	close(kpf_fd);
 }
 
 /*
@@ -1340,8 +1404,8 @@ TEST_F_TIMEOUT(pt, collapse_race, 120)
 	char *res;
 	int fd, i, err = 0;
 
-	if (!lab_path_exists(SHMEM_ENABLED))
-		SKIP(return, "no shmem THP (%s)", SHMEM_ENABLED);
+	ASSERT_TRUE(lab_path_exists(SHMEM_ENABLED))
+		TH_LOG("no shmem THP (%s)", SHMEM_ENABLED);
 	ASSERT_EQ(0, lab_knob_save(&shmem, SHMEM_ENABLED));
 	ASSERT_EQ(0, lab_write_file(SHMEM_ENABLED, "advise"));
 	fd = memfd_create("lab-collapse", 0);
