@@ -118,7 +118,9 @@ def cmd_boot(args):
 
 
 def cmd_test(args):
-    from . import check, export, harden, testcmd
+    import threading
+
+    from . import build, check, export, harden, testcmd
     from .tally import Tally
     only = set(args.only.split(",")) if args.only else None
     arches = _arches(args)
@@ -131,12 +133,24 @@ def cmd_test(args):
                  jobs=args.jobs)
     if not only:
         export.test_row(tally)
+    checker = None
+    if not args.no_check and not only:
+        # The check leaves only compile: they run beside the nosplit boot
+        # and the load, once the kernels those boot are built (one build
+        # at a time).
+        if harden_too:
+            for kernel in harden.short_kernels(arches):
+                testcmd.guarded(tally, f"{kernel[0]}/{kernel[1]}/lab", build.build, *kernel)
+        checker = threading.Thread(target=testcmd.guarded, name="check",
+                                   args=(tally, "check/lab", check.ci_form, tally),
+                                   kwargs={"use_cache": not args.no_cache})
+        checker.start()
     if harden_too:
         for arch_name, variant, _ in harden.short_kernels(arches):
             testcmd.nosplit_check(tally, arch_name, variant)
         harden.short_form(tally, arches)
-    if not args.no_check and not only:
-        check.ci_form(tally, use_cache=not args.no_cache)
+    if checker:
+        checker.join()
     if args.kcidb:
         from pathlib import Path
 

@@ -295,7 +295,8 @@ def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
     (suites.NOSPLIT_TESTS and NOSPLIT_UPSTREAM) on the patched kernel
     without split PTE locks; rows <arch>/<variant>/patched-nosplit/..."""
     prefix = f"{arch_name}/{variant}/patched-nosplit"
-    try:
+
+    def boot():
         build.build(arch_name, variant, "patched")
         with _image_lock:
             image.build(arch_name)
@@ -303,9 +304,8 @@ def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
         b = boot_and_parse(arch_name, "patched", variant, plan, "nosplit",
                            timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
         tally_boot(tally, prefix, b)
-    except LabError as e:
-        tally.add("fail", f"{prefix}/lab", str(e).splitlines()[0])
-        print(str(e), file=sys.stderr)
+
+    guarded(tally, f"{prefix}/lab", boot)
 
 
 def here_check(tally, arch_name, variant):
@@ -346,19 +346,26 @@ def tally_boot(tally, prefix, b):
         tally.add("fail", f"{prefix}/results", f"no test result on the console: {b.console}")
 
 
+def guarded(tally, name, fn, *args, **kwargs):
+    """fn(*args, **kwargs), with any exception as a failed row name; return
+    whether it ended without one."""
+    try:
+        fn(*args, **kwargs)
+        return True
+    except LabError as e:
+        tally.add("fail", name, str(e).splitlines()[0])
+        print(str(e), file=sys.stderr)
+    except Exception as e:
+        tally.add("fail", name, f"{type(e).__name__}: {e}".splitlines()[0])
+        traceback.print_exc()
+    return False
+
+
 def guarded_test_arch(tally, arch_name, *args):
     """test_arch(), with any exception as a failed row of that arch; return
     whether the arch reported (False only for an exit that is not an
     Exception, e.g. SystemExit, which main() turns into a row)."""
-    where = f"{arch_name}/{args[0]}/lab"
-    try:
-        test_arch(tally, arch_name, *args)
-    except LabError as e:
-        tally.add("fail", where, str(e).splitlines()[0])
-        print(str(e), file=sys.stderr)
-    except Exception as e:
-        tally.add("fail", where, f"{type(e).__name__}: {e}".splitlines()[0])
-        traceback.print_exc()
+    guarded(tally, f"{arch_name}/{args[0]}/lab", test_arch, tally, arch_name, *args)
     return True
 
 

@@ -328,3 +328,34 @@ sys.exit(cli.main(["test", "--no-pytest", "--no-harden", "--no-check"]))
                        env={"FOLIOBATCH_WORK": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stdout.rstrip().endswith("1 passed, 1 failed")
+
+
+# the check leaves compile beside the nosplit boot and the load, and an
+# error in them is a failed row, not a lost one
+
+def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, tmp_path):
+    import threading
+    from types import SimpleNamespace
+
+    from lab import check, cli, export
+
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: tally.add("pass", "x/y"))
+    monkeypatch.setattr(export, "test_row", lambda tally: None)
+    monkeypatch.setattr(build, "build", lambda *a, **kw: None)
+    monkeypatch.setattr(testcmd, "nosplit_check", lambda tally, a, v: None)
+    both = threading.Barrier(2, timeout=5)
+
+    def short_form(tally, arches):
+        both.wait()
+
+    def ci_form(tally, use_cache=True):
+        both.wait()         # only passes while the load runs too
+        raise ValueError("the riscv64 build broke")
+
+    monkeypatch.setattr(harden, "short_form", short_form)
+    monkeypatch.setattr(check, "ci_form", ci_form)
+    args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
+                           no_pytest=True, no_own=False, no_upstream=False,
+                           no_cache=False, jobs=2, no_check=False, kcidb=None)
+    assert cli.cmd_test(args) == 1
