@@ -1370,6 +1370,22 @@ static struct {
 	unsigned long dontneeds;
 } cr;
 
+/*
+ * The first page of a 2 MB shmem range, read through @map[0] (even pages)
+ * and @map[1] (odd pages), whose second word does not hold its TAG_SHMEM
+ * pattern; PMD_PAGES if every page does.
+ */
+static size_t shmem_bad_page(char *const map[2])
+{
+	size_t pg;
+
+	for (pg = 0; pg < PMD_PAGES; pg++)
+		if (*(volatile uint64_t *)(map[pg & 1] + pg * PSZ + 8) !=
+		    pat(TAG_SHMEM, pg, 1))
+			return pg;
+	return PMD_PAGES;
+}
+
 static void *cr_zapper(void *arg)
 {
 	unsigned int seed = 2;
@@ -1448,10 +1464,7 @@ TEST_F_TIMEOUT(pt, collapse_race, 120)
 			err = errno;
 			break;
 		}
-		for (pg = 0; pg < PMD_PAGES && bad == PMD_PAGES; pg++)
-			if (*(volatile uint64_t *)(cr.map[pg & 1] + pg * PSZ + 8) !=
-			    pat(TAG_SHMEM, pg, 1))
-				bad = pg;
+		bad = shmem_bad_page(cr.map);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (bad == PMD_PAGES && t.tv_sec - t0.tv_sec < COLLAPSE_SECONDS);
 	__atomic_store_n(&cr.stop, 1, __ATOMIC_RELEASE);
@@ -1604,10 +1617,7 @@ TEST_F_TIMEOUT(pt, collapse_uffd_race, 120)
 			aborted++;
 		}
 		if (tries % 64 == 0)
-			for (pg = 0; pg < PMD_PAGES && bad == PMD_PAGES; pg++)
-				if (*(volatile uint64_t *)(cu.map + pg * PSZ + 8) !=
-				    pat(TAG_SHMEM, pg, 1))
-					bad = pg;
+			bad = shmem_bad_page((char *const[2]){ cu.map, cu.map });
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (bad == PMD_PAGES && t.tv_sec - t0.tv_sec < CU_SECONDS);
 	__atomic_store_n(&cu.stop, 1, __ATOMIC_RELEASE);
