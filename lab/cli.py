@@ -193,11 +193,13 @@ def cmd_profile(args):
 def cmd_harden(args):
     from . import harden, suites
     minutes, round_s, suite = args.minutes, args.round, not args.no_suite
+    variant = args.variant or "debug"
     if args.short:
         minutes, round_s, suite = suites.SHORT_MINUTES, suites.SHORT_ROUND, False
+        variant = args.variant or suites.SHORT_VARIANT
     if minutes <= 0 or round_s <= 0:
         raise LabError("--minutes and --round must be positive")
-    return harden.main(_arches(args), args.variant, minutes, round_s, suite)
+    return harden.main(_arches(args), variant, minutes, round_s, suite)
 
 
 def cmd_fresh(args):
@@ -346,7 +348,9 @@ def parser():
     sp = sub.add_parser("harden", help="debug kernels under stress-ng, trinity and "
                         "switch flips")
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
-    sp.add_argument("-v", "--variant", default="debug", choices=list(config.VARIANTS))
+    sp.add_argument("-v", "--variant", choices=list(config.VARIANTS),
+                    help="default: debug; with --short, the kernel 'lab test' "
+                    "loads (suites.SHORT_VARIANT)")
     sp.add_argument("--minutes", type=float, default=30.0,
                     help="minutes of load per arch (default 30)")
     sp.add_argument("--round", type=int, default=300,
