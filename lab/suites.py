@@ -197,6 +197,13 @@ def _lines(entries):
 TIMEOUT_SCALE = {"default": 1, "debug": 4, "nosplit": 4}
 
 
+def _upstream_entry(prog, scale, extra=()):
+    """A plan entry for an upstream selftest: its scaled timeout and its
+    arguments (SELFTEST_ARGS), then extra."""
+    timeout, args = SELFTEST_ARGS[prog]
+    return (prog, scale * timeout, [f"/lab/selftests/mm/{prog}"] + args + list(extra))
+
+
 def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
     scale = TIMEOUT_SCALE[variant]
     entries = []
@@ -204,9 +211,7 @@ def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
         for t in own_tests():
             entries.append((t, scale * OWN_TIMEOUTS.get(t, 600), [f"/lab/tests/{t}"]))
     if upstream:
-        for t in image.selftests_for(arch_name):
-            timeout, args = SELFTEST_ARGS[t]
-            entries.append((t, scale * timeout, [f"/lab/selftests/mm/{t}"] + args))
+        entries += [_upstream_entry(t, scale) for t in image.selftests_for(arch_name)]
     if only:
         entries = [e for e in entries if e[0] in only]
     return _lines(entries)
@@ -232,11 +237,9 @@ def race_plan(races, variant="default", upstream=None):
                 [f"/lab/tests/{prog}"] + [a for n in names for a in ("-t", n)])
                for prog, names in sorted(races.items())]
     for prog, word in (upstream or {}).items():
-        timeout, args = SELFTEST_ARGS[prog]
         if word and prog not in CASE_PROGRAMS:
             raise ValueError(f"{prog} does not run case by case")
-        entries.append((prog, scale * timeout,
-                        [f"/lab/selftests/mm/{prog}"] + args + ([word] if word else [])))
+        entries.append(_upstream_entry(prog, scale, [word] if word else []))
     return _lines(entries)
 
 

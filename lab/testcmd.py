@@ -347,8 +347,8 @@ def tally_boot(tally, prefix, b):
 
 
 def guarded(tally, name, fn, *args, **kwargs):
-    """fn(*args, **kwargs), with any exception as a failed row name; return
-    whether it ended without one."""
+    """fn(*args, **kwargs), with any exception (not SystemExit) as a failed
+    row name; return whether it ended without one."""
     try:
         fn(*args, **kwargs)
         return True
@@ -359,14 +359,6 @@ def guarded(tally, name, fn, *args, **kwargs):
         tally.add("fail", name, f"{type(e).__name__}: {e}".splitlines()[0])
         traceback.print_exc()
     return False
-
-
-def guarded_test_arch(tally, arch_name, *args):
-    """test_arch(), with any exception as a failed row of that arch; return
-    whether the arch reported (False only for an exit that is not an
-    Exception, e.g. SystemExit, which main() turns into a row)."""
-    guarded(tally, f"{arch_name}/{args[0]}/lab", test_arch, tally, arch_name, *args)
-    return True
 
 
 def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
@@ -388,8 +380,10 @@ def main(tally, arches, variant="default", pytest=True, own=True, upstream=True,
     reported = set()
 
     def one(arch_name):
-        if guarded_test_arch(tally, arch_name, *args):
-            reported.add(arch_name)
+        # guarded() turns an exception into a failed row; an exit that is
+        # not an Exception (SystemExit) skips the add and is a row below
+        guarded(tally, f"{arch_name}/{variant}/lab", test_arch, tally, arch_name, *args)
+        reported.add(arch_name)
 
     if jobs <= 1 or len(arches) <= 1:
         for arch_name in arches:

@@ -8,18 +8,12 @@ import sys
 
 import pytest
 
-from lab import build, config, deps, harden, image, results, run, source, suites, testcmd
+from lab import build, config, harden, image, results, run, suites, testcmd
 from lab.tally import Tally
 from lab.testboot import boot_problems
 
 from test_cache import PLAN, fake_boot, inputs, stock_inputs  # noqa: F401 (fixture)
-
-
-@pytest.fixture
-def quiet(monkeypatch):
-    monkeypatch.setattr(deps, "check", lambda: None)
-    monkeypatch.setattr(source, "apply", lambda: None)
-    monkeypatch.setattr(build, "build_ahead", lambda kernels: None)
+from test_testcmd import quiet  # noqa: F401 (fixture)
 
 
 def fails(tally):
