@@ -180,6 +180,22 @@ lab_ramswap() {
 		echo "# lab: could not swap on /dev/ram0"
 }
 
+# lab_zramswap [MB]: swap on zram (/dev/zram0, lzo-rle, MB of uncompressed
+# capacity, default 1024) instead of any other swap device: compressed swap
+# in RAM, which swap-in and -out cost guest CPU only; idempotent.
+lab_zramswap() {
+	grep -q '^/dev/zram0 ' /proc/swaps && return 0
+	for dev in $(awk 'NR > 1 { print $1 }' /proc/swaps); do
+		swapoff "$dev" || echo "# lab: could not swapoff $dev"
+	done
+	if [ "$(cat /sys/block/zram0/disksize 2> /dev/null)" = 0 ]; then
+		echo "${1:-1024}M" > /sys/block/zram0/disksize ||
+			echo "# lab: could not size /dev/zram0"
+	fi
+	mkswap /dev/zram0 > /dev/null && swapon /dev/zram0 ||
+		echo "# lab: could not swap on /dev/zram0"
+}
+
 # lab_bench WORKLOAD MODE REP CMD...: one measured run, reported by benchrun.
 lab_bench() {
 	echo "BENCH-START $1 $2 $3"

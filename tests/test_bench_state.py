@@ -352,3 +352,25 @@ def test_readme_states_the_off_vs_stock_rule_of_the_code():
     assert (f"within {report.COUNTER_TOLERANCE:.0%} of stock's" in text)
     assert "structural counters (VmPTE, pages reclaimed, folios faulted) are equal" \
         not in text
+
+
+@pytest.mark.parametrize("w", bench.WORKLOADS, ids=lambda w: w.name)
+def test_a_run_that_is_in_its_workloads_state_is_kept(w):
+    # every workload's own setup, read back as benchrun reads it after
+    # that setup, leaves nothing to object to in any mode: a setup line
+    # the parser reads wrongly ("lab_thp_only none;") would leave out
+    # every run of the workload
+    thp, lru = bench.wanted_setup(w)
+    assert thp is None or thp == "none" or thp.endswith("kB"), thp
+    lru_knob = {"y": "0x0007", "n": "0x0000", None: None}[lru]
+    for mode, switches in w.modes.items():
+        state = knobs(thp=thp or "none", lru=lru_knob, **switches)
+        r = rec(w.name, mode, 0, state=state)
+        assert bench.state_problems(w, "patched", mode, r) == [], mode
+
+
+def test_two_benches_started_in_the_same_second_get_two_directories(tmp_path):
+    a = bench.new_outdir(tmp_path / "results", "bench-20261125-114741")
+    b = bench.new_outdir(tmp_path / "results", "bench-20261125-114741")
+    assert a != b and a.is_dir() and b.is_dir()
+    assert b.name == "bench-20261125-114741-2"
