@@ -26,6 +26,16 @@ VARIANTS = ("default", "debug", "nosplit")
 SWITCH_DIR = "/sys/kernel/mm/foliobatch"
 SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
             "mglru_young_batch", "reclaim_tlb_batch")
+# What each switch reads after a boot without foliobatch=, per arch: the
+# kernel's defaults (mm/foliobatch.c).  reclaim_tlb_batch starts on only
+# where the arch selects ARCH_WANT_RECLAIM_TLB_BATCH_BY_DEFAULT (x86; the
+# fault-latency and dirty-reclaim figures behind it are in the README).
+SWITCH_DEFAULTS = {
+    "x86_64": {s: 1 for s in SWITCHES},
+    "arm64": {s: int(s != "reclaim_tlb_batch") for s in SWITCHES},
+}
+# uname -m in the guest -> lab arch name
+UNAME_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}
 
 
 @dataclass(frozen=True)

@@ -86,19 +86,20 @@ def _kstrtobool(text):
     return None
 
 
-def expected_switches(cmdline):
+def expected_switches(cmdline, arch_name):
     """What each switch reads after a boot with kernel command line
     cmdline, as "name=0|1,..." in config.SWITCHES order: the value the
     switches test (guest/tests/switches.c boot_values) checks, passed to it
     in LAB_EXPECT_SWITCHES.
 
-    Every switch starts at 1 (mm/foliobatch.c).  Each foliobatch= argument
+    Every switch starts at its default on arch_name
+    (config.SWITCH_DEFAULTS).  Each foliobatch= argument
     before "--" applies in order, its comma-separated items
     "<name>=<bool>" ("all" names every switch) too, so the last one wins;
     an item without '=', with an unknown name or with a value kstrtobool()
     rejects is ignored, as the kernel ignores it.  Double quotes are
     dropped, as the kernel's argument parser drops them."""
-    value = {name: 1 for name in config.SWITCHES}
+    value = dict(config.SWITCH_DEFAULTS[arch_name])
     for arg in cmdline.replace('"', "").split():
         if arg == "--":
             break
@@ -122,7 +123,14 @@ lab_sysfs /proc/sys/vm/nr_hugepages 16
 
 
 def _expect_line(cmdline):
-    return f"export LAB_EXPECT_SWITCHES={expected_switches(cmdline)}\n"
+    """The plan lines that export LAB_EXPECT_SWITCHES for the guest's arch
+    (uname -m); on another arch the variable stays unset and the switches
+    test fails."""
+    lines = ['case "$(uname -m)" in']
+    for uname, arch_name in config.UNAME_ARCH.items():
+        lines.append(f"{uname}) export LAB_EXPECT_SWITCHES="
+                     f"{expected_switches(cmdline, arch_name)} ;;")
+    return "\n".join(lines + ["esac"]) + "\n"
 
 
 # Every plan tells the switches test what the switches read at boot: their

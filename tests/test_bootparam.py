@@ -7,24 +7,26 @@ import pytest
 
 from lab import config, suites
 
-DEFAULTS = ",".join(f"{s}=1" for s in config.SWITCHES)
+def defaults(arch_name):
+    return ",".join(f"{s}={v}" for s, v in config.SWITCH_DEFAULTS[arch_name].items())
 
 
-def exported(plan):
-    """The values of every LAB_EXPECT_SWITCHES export in a plan."""
-    return re.findall(r"^export LAB_EXPECT_SWITCHES=(\S*)$", plan, re.M)
+def exported(plan, uname="x86_64"):
+    """The values of every LAB_EXPECT_SWITCHES export in a plan for a guest
+    whose uname -m is uname."""
+    return re.findall(rf"^{uname}\) export LAB_EXPECT_SWITCHES=(\S*) ;;$", plan, re.M)
 
 
 def test_boot_param_sets_two_switches_off_and_ignores_the_rest():
     # no_such_switch=1 is unknown, mremap_batch=2 is no boolean: both ignored
-    assert suites.expected_switches(suites.BOOT_PARAM) == (
+    assert suites.expected_switches(suites.BOOT_PARAM, "x86_64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
         "mglru_young_batch=1,reclaim_tlb_batch=1")
 
 
 def test_the_boot_param_plan_exports_what_boot_param_sets_once():
     plan = suites.boot_param_plan()
-    assert exported(plan) == [suites.expected_switches(suites.BOOT_PARAM)]
+    assert exported(plan) == [suites.expected_switches(suites.BOOT_PARAM, "x86_64")]
     assert "lab_run switches " in plan
     # the export comes before the program that reads it
     assert plan.index("export LAB_EXPECT_SWITCHES") < plan.index("lab_run switches")
@@ -40,13 +42,16 @@ def test_a_changed_boot_param_changes_the_expected_values(monkeypatch):
 
 
 def test_the_test_plan_expects_the_defaults():
-    for arch_name in ("x86_64", "arm64"):
-        assert exported(suites.test_plan(arch_name)) == [DEFAULTS]
-        assert exported(suites.test_plan(arch_name, only={"switches"})) == [DEFAULTS]
+    for uname, arch_name in config.UNAME_ARCH.items():
+        for plan_arch in ("x86_64", "arm64"):
+            plan = suites.test_plan(plan_arch)
+            assert exported(plan, uname) == [defaults(arch_name)]
+            plan = suites.test_plan(plan_arch, only={"switches"})
+            assert exported(plan, uname) == [defaults(arch_name)]
 
 
 def test_every_switch_is_named_once_in_config_order():
-    names = [item.split("=")[0] for item in suites.expected_switches("").split(",")]
+    names = [item.split("=")[0] for item in suites.expected_switches("", "x86_64").split(",")]
     assert names == list(config.SWITCHES)
     assert len(set(names)) == 6
 
@@ -73,6 +78,16 @@ def test_every_switch_is_named_once_in_config_order():
     # quotes are dropped, a longer parameter name is another parameter
     ('foliobatch="pt_reclaim=0" foliobatchx=unmap_batch=0', {"pt_reclaim": 0}),
 ])
-def test_expected_switches_follow_the_kernels_parser(cmdline, changed):
-    want = {s: changed.get(s, 1) for s in config.SWITCHES}
-    assert suites.expected_switches(cmdline) == ",".join(f"{s}={v}" for s, v in want.items())
+@pytest.mark.parametrize("arch_name", ["x86_64", "arm64"])
+def test_expected_switches_follow_the_kernels_parser(cmdline, changed, arch_name):
+    default = config.SWITCH_DEFAULTS[arch_name]
+    want = {s: changed.get(s, default[s]) for s in config.SWITCHES}
+    assert suites.expected_switches(cmdline, arch_name) == ",".join(
+        f"{s}={v}" for s, v in want.items())
+
+
+def test_a_guest_of_another_arch_gets_no_expected_values():
+    # the switches test then fails on the unset variable
+    plan = suites.test_plan("x86_64")
+    assert exported(plan, "riscv64") == []
+    assert plan.count("export LAB_EXPECT_SWITCHES=") == len(config.UNAME_ARCH)
