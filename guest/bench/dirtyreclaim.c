@@ -44,17 +44,6 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static long oom_kills(void)
-{
-	char buf[1024], *p;
-
-	if (lab_read_file(LAB_CGROUP_ROOT "/" CG "/memory.events", buf,
-			  sizeof(buf)) < 0)
-		return -1;
-	p = strstr(buf, "oom_kill ");
-	return p ? atol(p + 9) : -1;
-}
-
 int main(int argc, char **argv)
 {
 	long workers = argc > 1 ? atol(argv[1]) : 2;
@@ -100,7 +89,7 @@ int main(int argc, char **argv)
 	/* stress-ng's --vm-ops is the total of all its workers */
 	printf("METRIC bogo_ops %ld\n", ops);
 	printf("METRIC limit_kb %ld\n", total / 4 * 1024);
-	kills = oom_kills();
+	kills = lab_cg_oom_kills(CG);
 	printf("METRIC oom_kills %ld\n", kills);
 	lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0");
 	lab_cg_remove(CG);

@@ -99,17 +99,6 @@ static long long pct(const long long *s, long n, int p)
 	return s[rank < 1 ? 0 : rank - 1];
 }
 
-static long oom_kills(void)
-{
-	char buf[1024], *p;
-
-	if (lab_read_file(LAB_CGROUP_ROOT "/" CG "/memory.events", buf,
-			  sizeof(buf)) < 0)
-		return -1;
-	p = strstr(buf, "oom_kill ");
-	return p ? atol(p + 9) : -1;
-}
-
 int main(int argc, char **argv)
 {
 	long dirty_mb = argc > 1 ? atol(argv[1]) : 256;
@@ -196,7 +185,7 @@ int main(int argc, char **argv)
 		printf("METRIC fault_max_ns %lld\n", samples[n - 1]);
 	}
 	printf("METRIC limit_kb %ld\n", high_mb * 1024);
-	kills = oom_kills();
+	kills = lab_cg_oom_kills(CG);
 	printf("METRIC oom_kills %ld\n", kills);
 	lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0");
 	lab_cg_remove(CG);

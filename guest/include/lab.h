@@ -287,6 +287,15 @@ int lab_cg_memory_current(const char *name, unsigned long *bytes);
 int lab_cg_reclaim(const char *name, const char *amount);
 
 /**
+ * lab_cg_oom_kills() - read the oom_kill count of a cgroup's memory.events
+ * @name: cgroup name
+ *
+ * Return: the number of tasks the OOM killer killed in the cgroup, -ENOENT
+ * if memory.events has no oom_kill line, or another -errno.
+ */
+long lab_cg_oom_kills(const char *name);
+
+/**
  * lab_cg_remove() - remove /sys/fs/cgroup/@name
  * @name: cgroup name
  *

@@ -417,6 +417,22 @@ int lab_cg_memory_current(const char *name, unsigned long *bytes)
 	return lab_read_ulong(path, bytes);
 }
 
+long lab_cg_oom_kills(const char *name)
+{
+	char path[256], buf[1024], *p;
+	ssize_t n;
+	int err;
+
+	err = lab_cg_path(path, sizeof(path), name, "memory.events");
+	if (err)
+		return err;
+	n = lab_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	p = strstr(buf, "oom_kill ");
+	return p ? atol(p + strlen("oom_kill ")) : -ENOENT;
+}
+
 int lab_cg_reclaim(const char *name, const char *amount)
 {
 	char path[256];
