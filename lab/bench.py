@@ -15,6 +15,7 @@ console is scanned for kernel reports, and one fails the command.
 import json
 import math
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -505,25 +506,63 @@ def boot_groups(workloads):
     return groups
 
 
+def progress(done, planned, elapsed):
+    """'3/8 runs, 2m10s, about 3m37s left' for a boot: what is left is
+    estimated from the mean host time of the runs so far."""
+    left = elapsed / done * (planned - done) if done else None
+    tail = f", about {_mmss(left)} left" if left is not None and done < planned else ""
+    return f"{done}/{planned} runs, {_mmss(elapsed)}{tail}"
+
+
+def _mmss(seconds):
+    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+
+
+class Sink:
+    """The runs and boots of a bench so far, shared by the arches' threads;
+    runs.json and boots.json are rewritten after every boot, so that an
+    interrupted bench keeps what it finished ('lab report DIR')."""
+
+    def __init__(self, outdir):
+        self.outdir = outdir
+        self.runs, self.boots = [], []
+        self.lock = threading.Lock()
+
+    def add(self, kept, boot):
+        with self.lock:
+            self.runs += kept
+            self.boots.append(boot)
+            self.save()
+
+    def save(self):
+        (self.outdir / "runs.json").write_text(json.dumps(self.runs, indent=1))
+        (self.outdir / "boots.json").write_text(json.dumps(self.boots, indent=1))
+
+
 def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_base):
     kernel = build.image_path(arch_name, "default", flavour)
     extra = workloads[0].boot
     tag = "".join(f"-{k}{v}" for k, v in sorted(extra.items()))
     name = f"{arch_name}-bench-{flavour}{tag}-r{rep0}"
-    say(f"bench boot {name}: {len(workloads)} workloads x {reps} repeats")
+    text = plan(workloads, reps, flavour, quick, rep0, arch_name=arch_name)
+    planned = sum(line.startswith("lab_bench ") for line in text.splitlines())
+    say(f"bench boot {name}: {len(workloads)} workloads x {reps} repeats, "
+        f"{planned} runs")
+    t0, done = time.monotonic(), [0]
 
     def echo(line):
         if line.startswith("BENCH {"):
             rec = json.loads(line[6:])
+            done[0] += 1
             say(f"  {arch_name}/{flavour} {rec['workload']:20} {rec['mode']:10} "
                 f"rep {rec['rep']}: {instr_time(rec) / 1e9:.4f} s instruction-time"
-                f"{'' if rec['exit'] == 0 else ' EXIT ' + str(rec['exit'])}")
+                f"{'' if rec['exit'] == 0 else ' EXIT ' + str(rec['exit'])}  "
+                f"[{progress(done[0], planned, time.monotonic() - t0)}]")
         elif line.startswith(("LAB-", "lab: ", "# lab: could not")) or \
                 "Kernel panic" in line:
             say(f"  [{name}] {line}")
 
-    b = run.boot(arch_name, kernel, plan(workloads, reps, flavour, quick, rep0,
-                                         arch_name=arch_name),
+    b = run.boot(arch_name, kernel, text,
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  name, echo=echo, **dict(boot_args(quick), **extra))
     if not b.ready or b.exit_code is None:
@@ -588,29 +627,74 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
         if missing:
             warn(f"{w.name}: {', '.join(missing)} not in the series yet; the "
                  "workload runs but measures stock 6.12 in every mode")
-    all_runs, boots = [], []
-    for arch_name in arches:
-        for flavour in config.FLAVOURS:
-            build.build(arch_name, "default", flavour)
-        image.build(arch_name)
-        meta = {"arch": arch_name, "qemu": run.qemu_version(arch_name),
-                "config_hash": {f: build.config_hash(arch_name, "default", f)
-                                for f in config.FLAVOURS},
-                "series_hash": source.series_hash(), "source": source.base_version(),
-                "quick": quick, "icount": "shift=0,sleep=off"}
-        here = [w for w in chosen if w.runs_on(arch_name)]
-        for w in chosen:
-            if w not in here:
-                say(f"{w.name}: not on {arch_name} (runs on {', '.join(w.arches)})")
-        for _, group in boot_groups(here):
-            runs, bs = bench_group(arch_name, group, first, cap, quick, outdir, meta)
-            all_runs += runs
-            boots += bs
-    (outdir / "runs.json").write_text(json.dumps(all_runs, indent=1))
-    (outdir / "boots.json").write_text(json.dumps(boots, indent=1))
-    page = report.write(outdir, all_runs, chosen, arches, in_series, boots)
+    sink = Sink(outdir)
+    # every kernel, patched ones first (the first boots of each arch), built
+    # one after the other beside the boots of the kernels before them
+    build.build_ahead([(a, "default", f) for f in config.FLAVOURS[::-1] for a in arches])
+    errors = {}
+
+    def one(arch_name):
+        try:
+            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink)
+        except Exception as e:  # noqa: BLE001 - reported below, exit 1
+            errors[arch_name] = e
+            warn(f"{arch_name}: bench stopped: {e}")
+
+    # under -icount a guest's instruction-time does not depend on the host,
+    # so the arches' boots run side by side, one host thread each
+    threads = [threading.Thread(target=one, name=f"bench-{a}", args=(a,), daemon=True)
+               for a in arches]
+    for th in threads:
+        th.start()
+    interrupted = False
+    try:
+        _join(threads)
+    except KeyboardInterrupt:
+        interrupted = True
+        warn("interrupted: the report holds the runs finished so far")
+    with sink.lock:
+        runs, boots = list(sink.runs), list(sink.boots)
+        sink.save()
+    page = report.write(outdir, runs, chosen, arches, in_series, boots)
     say(f"bench done in {t}: {page}")
+    if interrupted or errors:
+        for arch_name, e in errors.items():
+            warn(f"{arch_name}: {e}")
+        verdict(boots)
+        return 1
     return verdict(boots)
+
+
+def _join(threads):
+    """Wait for the arches' threads, in short joins so that Ctrl-C reaches
+    the main thread."""
+    for th in threads:
+        while th.is_alive():
+            th.join(0.5)
+
+
+def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink):
+    """Every boot of one arch: its image, then each group of workloads that
+    share boot arguments; a boot waits for its kernel (built ahead) only."""
+    built = {}
+
+    def ready(flavour):
+        if flavour not in built:
+            built[flavour] = build.build(arch_name, "default", flavour)
+
+    ready("patched")
+    image.build(arch_name)
+    meta = {"arch": arch_name, "qemu": run.qemu_version(arch_name),
+            "config_hash": {f: build.config_hash(arch_name, "default", f)
+                            for f in config.FLAVOURS},
+            "series_hash": source.series_hash(), "source": source.base_version(),
+            "quick": quick, "icount": "shift=0,sleep=off"}
+    here = [w for w in chosen if w.runs_on(arch_name)]
+    for w in chosen:
+        if w not in here:
+            say(f"{w.name}: not on {arch_name} (runs on {', '.join(w.arches)})")
+    for _, group in boot_groups(here):
+        bench_group(arch_name, group, first, cap, quick, outdir, meta, sink, ready)
 
 
 def verdict(boots):
@@ -622,14 +706,18 @@ def verdict(boots):
     return 1 if bad else 0
 
 
-def bench_group(arch_name, chosen, first, cap, quick, outdir, meta):
+def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
+                ready=lambda flavour: None):
     """The boots of workloads that share boot arguments: first repeats on
-    patched and stock, then up to cap while a spread is over target."""
-    runs, boots = [], []
+    patched and stock, then up to cap while a spread is over target.  Each
+    boot's runs go to sink as soon as it ends; ready(flavour) waits for
+    the flavour's kernel."""
+    runs = []
 
     def one_boot(flavour, ws, reps, rep0):
+        ready(flavour)
         kept, boot = boot_bench(arch_name, flavour, ws, reps, quick, rep0, outdir, meta)
-        boots.append(boot)
+        sink.add(kept, boot)
         return kept
 
     for flavour in ("patched", "stock"):
@@ -655,7 +743,7 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta):
                     f"{', '.join(w.name for w in ws)}; {more} more repeat(s)")
                 runs += one_boot(flavour, ws, more, done)
         done += more
-    return runs, boots
+    return runs
 
 
 def report_dir(outdir):

@@ -380,6 +380,36 @@ def _md_table_to_html(md):
     return "\n".join(out)
 
 
+def missing_runs(runs, workloads, arches, stock=True):
+    """["arch/flavour workload mode", ...]: what a bench of workloads on
+    arches planned and has no run kept for (probe runs aside), e.g. after
+    a boot that failed or an interrupt; no stock entries when stock is
+    False (run-here.sh runs one kernel)."""
+    have = {(r["arch"], r.get("flavour", "patched"), r["workload"], r["mode"])
+            for r in runs if not r.get("probe")}
+    out = []
+    for arch in arches:
+        for w in workloads:
+            if not w.runs_on(arch):
+                continue
+            want = [("patched", m) for m in w.modes] + ([("stock", "stock")] if stock else [])
+            out += [f"{arch}/{f} {w.name} {m}" for f, m in want
+                    if (arch, f, w.name, m) not in have]
+    return out
+
+
+def missing_section(missing):
+    out = ["### Missing", ""]
+    if not missing:
+        out.append("None: every workload has runs in every mode on every arch.")
+    else:
+        out += ["Planned but without a run kept (a boot that failed or did not "
+                "finish, an interrupted bench, or every run of it left out); "
+                "their rows are absent below:", ""]
+        out += [f"- {m}" for m in missing]
+    return "\n".join(out) + "\n"
+
+
 def boots_section(boots):
     """The boots of a bench, each with its kernel reports (count and first
     line) and its runs kept and left out, then every run left out and
@@ -440,6 +470,7 @@ def write(outdir, runs, workloads, arches, in_series, boots=None):
     md.append("")
     if boots is not None:
         md.append(boots_section(boots))
+    md.append(missing_section(missing_runs(runs, workloads, arches, stock=not native)))
     pngs = []
     summary = plot_summary(groups, workloads, arches, outdir / "summary.png")
     if summary:

@@ -217,6 +217,7 @@ def _main_once(tmp_path, monkeypatch, lines):
     monkeypatch.setattr(bench.source, "series_hash", lambda: "s")
     monkeypatch.setattr(bench.source, "base_version", lambda: "6.12")
     monkeypatch.setattr(bench.build, "build", lambda *a, **k: None)
+    monkeypatch.setattr(bench.build, "build_ahead", lambda *a: None)
     monkeypatch.setattr(bench.build, "config_hash", lambda *a: "c")
     monkeypatch.setattr(bench.image, "build", lambda *a: None)
     monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
@@ -374,3 +375,93 @@ def test_two_benches_started_in_the_same_second_get_two_directories(tmp_path):
     b = bench.new_outdir(tmp_path / "results", "bench-20261125-114741")
     assert a != b and a.is_dir() and b.is_dir()
     assert b.name == "bench-20261125-114741-2"
+
+
+def _main_two_arches(tmp_path, monkeypatch, arm64_boot):
+    """bench.main() on x86_64 and arm64 for mremap-4k, quick, one repeat:
+    x86_64's boots are clean, arm64's patched boot is arm64_boot(c)."""
+    runs = [mremap4k("off", 0), mremap4k("on", 0)]
+    stock = bench_lines(mremap4k("stock", 0, flavour="stock"))
+
+    def boot(arch_name, kernel, plan, env, name, **kw):
+        c = tmp_path / f"console-{name}.log"
+        if arch_name == "arm64" and "-patched" in name:
+            return arm64_boot(c)
+        text, stamps = console(stock if "-stock" in name else bench_lines(*runs))
+        c.write_text(text)
+        return run.Boot(c, 0, True, False, 1.0, stamps=stamps)
+
+    monkeypatch.setattr(bench.run, "boot", boot)
+    monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
+    monkeypatch.setattr(bench.config, "WORK", tmp_path)
+    for name, fn in (("apply", lambda: None), ("series_hash", lambda: "s"),
+                     ("base_version", lambda: "6.12")):
+        monkeypatch.setattr(bench.source, name, fn)
+    monkeypatch.setattr(bench.build, "build", lambda *a, **k: None)
+    monkeypatch.setattr(bench.build, "build_ahead", lambda *a: None)
+    monkeypatch.setattr(bench.build, "config_hash", lambda *a: "c")
+    monkeypatch.setattr(bench.image, "build", lambda *a: None)
+    monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
+    rc = bench.main(["x86_64", "arm64"], ["mremap-4k"], quick=True, repeats=1,
+                    min_repeats=1)
+    out = next((tmp_path / "results").iterdir())
+    return rc, out, (out / "report.md").read_text()
+
+
+ARM64_MISSING = ["- arm64/patched mremap-4k off", "- arm64/patched mremap-4k on",
+                 "- arm64/stock mremap-4k stock"]
+
+
+# An arch whose boot fails does not take the other arch's runs with it:
+# they are in runs.json and in the report, the failed arch's modes are
+# listed as missing, and the command exits 1.
+def test_a_failed_boot_keeps_the_other_arch_and_exits_1(tmp_path, monkeypatch):
+    def dead(c):
+        c.write_text("LAB-READY: 6.12.117-patched\nKernel panic - not syncing\n")
+        return run.Boot(c, None, True, False, 1.0, stamps=[])
+
+    rc, out, md = _main_two_arches(tmp_path, monkeypatch, dead)
+    assert rc == 1
+    kept = json.loads((out / "runs.json").read_text())
+    assert {(r["arch"], r["mode"]) for r in kept} == {
+        ("x86_64", "off"), ("x86_64", "on"), ("x86_64", "stock")}
+    assert "### Missing" in md
+    for line in ARM64_MISSING:
+        assert line in md
+    assert "x86_64/" not in md.split("### Missing")[1].split("###")[0]
+
+
+# Ctrl-C while an arch still boots: the report is written from the runs
+# finished so far, marks the rest missing, and the command exits 1;
+# 'lab report DIR' makes the same report from the directory.
+def test_an_interrupted_bench_keeps_what_it_finished(tmp_path, monkeypatch):
+    import threading
+    release = threading.Event()
+
+    def hang(c):
+        release.wait(30)
+        return run.Boot(c, None, False, False, 1.0, stamps=[])
+
+    def join_then_interrupt(threads):
+        threads[0].join()          # x86_64 finishes
+        raise KeyboardInterrupt    # arm64 still in its patched boot
+
+    monkeypatch.setattr(bench, "_join", join_then_interrupt)
+    try:
+        rc, out, md = _main_two_arches(tmp_path, monkeypatch, hang)
+    finally:
+        release.set()
+    assert rc == 1
+    for line in ARM64_MISSING:
+        assert line in md
+    assert "| mremap-4k | instruction-time |" in md
+    (out / "report.md").unlink()
+    bench.report_dir(out)
+    again = (out / "report.md").read_text()
+    assert "### Missing" in again and "| mremap-4k | instruction-time |" in again
+
+
+def test_progress_estimates_what_is_left_from_the_runs_so_far():
+    assert bench.progress(2, 8, 120) == "2/8 runs, 2m00s, about 6m00s left"
+    assert bench.progress(8, 8, 480) == "8/8 runs, 8m00s"
+    assert bench.progress(0, 8, 5) == "0/8 runs, 0m05s"
