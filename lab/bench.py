@@ -10,6 +10,10 @@ a cap.  Each run is saved as JSON; report.py makes the tables and plots.
 A run counts only when it exited 0, its setup printed no failure and the
 knobs benchrun read back before it are its mode (judge()); each boot's
 console is scanned for kernel reports, and one fails the command.
+A stock boot whose kernel, guest image, plan and QEMU are those of a
+stored one is not booted again: its runs are read from the stored console
+(cache.py; instruction-time repeats exactly under -icount), and the
+report's boot table names it.
 """
 
 import json
@@ -19,7 +23,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import build, config, image, report, results, run, source
+from pathlib import Path
+
+from . import build, cache, config, image, report, results, run, source
 from .report import instr_time, spread
 from .util import LabError, Timer, say, warn
 
@@ -539,7 +545,8 @@ class Sink:
         (self.outdir / "boots.json").write_text(json.dumps(self.boots, indent=1))
 
 
-def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_base):
+def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_base,
+               use_cache=True):
     kernel = build.image_path(arch_name, "default", flavour)
     extra = workloads[0].boot
     tag = "".join(f"-{k}{v}" for k, v in sorted(extra.items()))
@@ -562,9 +569,18 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
                 "Kernel panic" in line:
             say(f"  [{name}] {line}")
 
-    b = run.boot(arch_name, kernel, text,
-                 {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
-                 name, echo=echo, **dict(boot_args(quick), **extra))
+    env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"}
+    kwargs = dict(boot_args(quick), **extra)
+    stored = stock_key(arch_name, kernel, text, env, kwargs) \
+        if flavour == "stock" and use_cache else None
+    hit = cache.load(name, stored[0]) if stored else None
+    if hit:
+        reused, b = hit
+        say(f"bench boot {name}: stock runs reused from {reused} (key "
+            f"{stored[0][:16]}: same kernel, image, plan and QEMU)")
+    else:
+        reused = None
+        b = run.boot(arch_name, kernel, text, env, name, echo=echo, **kwargs)
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")
     failed = []
@@ -600,11 +616,36 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
             "console": str(b.console), "kernel_reports": len(reports),
             "first_report": reports[0] if reports else "", "runs": len(kept),
             "excluded": [{k: r[k] for k in ("workload", "mode", "rep", "excluded")}
-                         for r in excluded]}
+                         for r in excluded],
+            "reused": str(reused) if reused else ""}
+    if stored and not reused:
+        if excluded or reports:
+            say(f"{name}: not stored for reuse (runs left out or kernel reports)")
+        else:
+            say(f"{name}: stock runs stored in {cache.store(name, *stored, b)}")
     return kept, boot
 
 
-def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
+def stock_key(arch_name, kernel, plan_text, env, kwargs):
+    """(key, inputs) under which a stock bench boot is stored (cache.py):
+    the kernel's and the guest image's bytes, the plan, the boot's
+    arguments and the QEMU version and command line; None when the kernel
+    or the image is not there to hash."""
+    files = {"kernel": kernel, "image": image.base_path(arch_name)}
+    if not all(Path(f).is_file() for f in files.values()):
+        return None
+    args = dict(kwargs, arch=arch_name, env=env, bench=True,
+                qemu=run.qemu_version(arch_name),
+                qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD",
+                                      mem_mb=kwargs["mem_mb"], cpus=kwargs["cpus"],
+                                      append=kwargs.get("append", ""),
+                                      icount=kwargs.get("icount", False),
+                                      cpu=kwargs.get("cpu")))
+    return cache.key(files, plan_text, args)
+
+
+def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
+         use_cache=True):
     t = Timer()
     names = workloads or [w.name for w in WORKLOADS]
     unknown = [n for n in names if n not in BY_NAME]
@@ -635,7 +676,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None):
 
     def one(arch_name):
         try:
-            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink)
+            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache)
         except Exception as e:  # noqa: BLE001 - reported below, exit 1
             errors[arch_name] = e
             warn(f"{arch_name}: bench stopped: {e}")
@@ -673,7 +714,7 @@ def _join(threads):
             th.join(0.5)
 
 
-def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink):
+def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=True):
     """Every boot of one arch: its image, then each group of workloads that
     share boot arguments; a boot waits for its kernel (built ahead) only."""
     built = {}
@@ -694,7 +735,8 @@ def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink):
         if w not in here:
             say(f"{w.name}: not on {arch_name} (runs on {', '.join(w.arches)})")
     for _, group in boot_groups(here):
-        bench_group(arch_name, group, first, cap, quick, outdir, meta, sink, ready)
+        bench_group(arch_name, group, first, cap, quick, outdir, meta, sink, ready,
+                    use_cache)
 
 
 def verdict(boots):
@@ -707,7 +749,7 @@ def verdict(boots):
 
 
 def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
-                ready=lambda flavour: None):
+                ready=lambda flavour: None, use_cache=True):
     """The boots of workloads that share boot arguments: first repeats on
     patched and stock, then up to cap while a spread is over target.  Each
     boot's runs go to sink as soon as it ends; ready(flavour) waits for
@@ -716,7 +758,8 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
 
     def one_boot(flavour, ws, reps, rep0):
         ready(flavour)
-        kept, boot = boot_bench(arch_name, flavour, ws, reps, quick, rep0, outdir, meta)
+        kept, boot = boot_bench(arch_name, flavour, ws, reps, quick, rep0, outdir, meta,
+                                use_cache)
         sink.add(kept, boot)
         return kept
 

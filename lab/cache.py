@@ -1,7 +1,8 @@
 """Cache: a stored test boot, reused while nothing it depends on changed.
 
-'lab test' uses it for the stock kernels, which stay the same from run to
-run while their boots cost minutes per arch (testcmd.stock_boot).  The key
+'lab test' and 'lab bench' use it for the stock kernels, which stay the
+same from run to run while their boots cost minutes per arch
+(testcmd.stock_boot, bench.boot_bench).  The key
 is a sha256 over what decides the boot's results:
   - the bytes of named files (the kernel image, the guest initramfs);
   - the plan text;
@@ -9,7 +10,7 @@ is a sha256 over what decides the boot's results:
     timeout, the QEMU command line and version), as a JSON dict.
 An entry is WORK/results/stock-cache/<name>-<key>.json: the key's inputs
 and what the boot produced (exit code, whether the plan started, timeout,
-wall time, QEMU command line), with a copy of its console beside it,
+wall time, QEMU command line, the host times of BENCH lines), with a copy of its console beside it,
 <name>-<key>.console.log.  A hit returns a run.Boot on that copy, which
 the caller judges and parses like a fresh boot's.  Of each name the KEEP
 newest entries are kept (a run with --only has a plan, and so a key, of
@@ -71,7 +72,7 @@ def load(name, k):
     if e["key"] != k or not console.exists():
         return None
     return f, Boot(console, e["exit_code"], e["ready"], e["timed_out"], e["wall"],
-                   e["cmdline"])
+                   e["cmdline"], [tuple(s) for s in e.get("stamps", [])])
 
 
 def store(name, k, inputs, boot):
@@ -87,7 +88,8 @@ def store(name, k, inputs, boot):
         "console": str(console), "boot_console": str(boot.console),
         "exit_code": boot.exit_code, "ready": boot.ready,
         "timed_out": boot.timed_out, "wall": boot.wall,
-        "cmdline": [str(c) for c in boot.cmdline]}, indent=1))
+        "cmdline": [str(c) for c in boot.cmdline],
+        "stamps": [list(s) for s in boot.stamps]}, indent=1))
     entries = sorted(d.glob(f"{name}-*.json"), key=lambda p: p.stat().st_mtime_ns)
     for old in entries[:-KEEP]:
         old.unlink()

@@ -7,7 +7,7 @@
   lab image [-a ARCH]         build the guest initramfs
   lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
-  lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N]
+  lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N] [--no-cache]
   lab bench --bundle DIR -a ARCH [-w WORKLOAD] [--quick] [--repeats N]
                               the workloads and run-here.sh, for a machine
                               booted with a foliobatch kernel
@@ -173,7 +173,8 @@ def cmd_bench(args):
                     reps=args.repeats or 3)
         return 0
     return bench.main(_arches(args), workloads=args.workload, quick=args.quick,
-                      repeats=args.repeats, min_repeats=args.min_repeats)
+                      repeats=args.repeats, min_repeats=args.min_repeats,
+                      use_cache=not args.no_cache)
 
 
 def cmd_report(args):
@@ -325,6 +326,9 @@ def parser():
                     help="write the workload programs, their plan (--repeats of "
                     "each mode, default 3) and run-here.sh into DIR, to run on a "
                     "machine booted with a foliobatch kernel; no boot here")
+    sp.add_argument("--no-cache", action="store_true",
+                    help="boot the stock kernel afresh even where an earlier bench "
+                    "stored its runs for the same kernel, image, plan and QEMU")
     sp.set_defaults(fn=cmd_bench)
 
     sp = sub.add_parser("report", help="make the report of a bench directory "

@@ -418,12 +418,16 @@ def boots_section(boots):
            "Kernel reports: lines of a boot's console that lab.results.kernel_reports() "
            "finds (oops, BUG, WARNING, lockdep, ...); a boot with one makes `lab bench` "
            "exit 1.", "",
-           "| boot | runs kept | runs left out | kernel reports | first kernel report |",
-           "|---|---|---|---|---|"]
+           "A stock boot is reused from an earlier bench while its kernel, guest image, "
+           "plan and QEMU are the same (instruction-time repeats exactly under -icount); "
+           "the last column names the stored boot (`lab bench --no-cache` boots afresh).", "",
+           "| boot | runs kept | runs left out | kernel reports | first kernel report "
+           "| reused from |",
+           "|---|---|---|---|---|---|"]
     for b in boots:
         first = b.get("first_report", "").replace("|", "\\|")
         out.append(f"| {b['name']} | {b['runs']} | {len(b['excluded'])} | "
-                   f"{b['kernel_reports']} | {first or '-'} |")
+                   f"{b['kernel_reports']} | {first or '-'} | {b.get('reused') or '-'} |")
     gone = [(b, e) for b in boots for e in b["excluded"]]
     out += ["", "### Runs left out", ""]
     if not gone:

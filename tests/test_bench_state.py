@@ -465,3 +465,74 @@ def test_progress_estimates_what_is_left_from_the_runs_so_far():
     assert bench.progress(2, 8, 120) == "2/8 runs, 2m00s, about 6m00s left"
     assert bench.progress(8, 8, 480) == "8/8 runs, 8m00s"
     assert bench.progress(0, 8, 5) == "0/8 runs, 0m05s"
+
+
+def _stock_files(tmp_path, monkeypatch, kernel=b"stock kernel v1"):
+    """A stock kernel and guest image to hash, and a stock boot that counts
+    how often it was booted."""
+    (tmp_path / "Image").write_bytes(kernel)
+    (tmp_path / "base.cpio").write_bytes(b"image v1")
+    monkeypatch.setattr(bench.image, "base_path", lambda a: tmp_path / "base.cpio")
+    monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
+    monkeypatch.setattr(bench.config, "WORK", tmp_path)
+    booted = []
+    real = bench.run.boot
+
+    def counting(*a, **k):
+        booted.append(a[4])
+        return real(*a, **k)
+
+    monkeypatch.setattr(bench.run, "boot", counting)
+    return booted
+
+
+# A stock bench boot is stored and reused while its kernel, image, plan and
+# QEMU are the same: the second bench boots nothing, keeps the same runs
+# (with their host-time stamps) and names the stored boot; another kernel,
+# or --no-cache, boots again.
+def test_stock_bench_boot_is_reused_while_its_inputs_are_the_same(tmp_path, monkeypatch):
+    stock = bench_lines(mremap4k("stock", 0, flavour="stock"))
+    fake_boot(monkeypatch, tmp_path, stock, stock)
+    booted = _stock_files(tmp_path, monkeypatch)
+    ws = [bench.BY_NAME["mremap-4k"]]
+    kept1, boot1 = bench.boot_bench("x86_64", "stock", ws, 1, True, 0, tmp_path, {})
+    assert booted == ["x86_64-bench-stock-r0"] and boot1["reused"] == ""
+    kept2, boot2 = bench.boot_bench("x86_64", "stock", ws, 1, True, 0, tmp_path, {})
+    assert booted == ["x86_64-bench-stock-r0"], "the stored stock boot was not reused"
+    assert boot2["reused"].endswith(".json") and "stock-cache" in boot2["reused"]
+    assert [r["metrics"] for r in kept2] == [r["metrics"] for r in kept1]
+    assert [r["wall_s"] for r in kept2] == [r["wall_s"] for r in kept1]
+    bench.boot_bench("x86_64", "stock", ws, 1, True, 0, tmp_path, {}, use_cache=False)
+    assert len(booted) == 2
+    (tmp_path / "Image").write_bytes(b"stock kernel v2")
+    bench.boot_bench("x86_64", "stock", ws, 1, True, 0, tmp_path, {})
+    assert len(booted) == 3
+    # the patched kernel's boots are never reused
+    bench.boot_bench("x86_64", "patched", ws, 1, True, 0, tmp_path, {})
+    bench.boot_bench("x86_64", "patched", ws, 1, True, 0, tmp_path, {})
+    assert booted[-2:] == ["x86_64-bench-patched-r0"] * 2
+
+
+# A stock boot with a kernel report or a run left out is not stored, so no
+# later bench reuses it.
+def test_a_stock_bench_boot_with_a_report_or_a_failed_run_is_not_stored(tmp_path,
+                                                                         monkeypatch):
+    ws = [bench.BY_NAME["mremap-4k"]]
+    for lines in ([WARNING] + bench_lines(mremap4k("stock", 0, flavour="stock")),
+                  bench_lines(mremap4k("stock", 0, flavour="stock", exit=1))):
+        d = tmp_path / str(len(lines))
+        d.mkdir()
+        fake_boot(monkeypatch, d, lines, lines)
+        booted = _stock_files(d, monkeypatch)
+        bench.boot_bench("x86_64", "stock", ws, 1, True, 0, d, {})
+        _, boot = bench.boot_bench("x86_64", "stock", ws, 1, True, 0, d, {})
+        assert len(booted) == 2 and boot["reused"] == ""
+
+
+# The report's boot table names the stored boot a stock boot reused.
+def test_report_names_a_reused_stock_boot():
+    boots = [{"name": "x86_64-bench-stock-r0", "runs": 1, "excluded": [],
+              "kernel_reports": 0, "reused": "/w/stock-cache/x86_64-bench-stock-r0-ab.json"}]
+    md = report.boots_section(boots)
+    assert "| x86_64-bench-stock-r0 | 1 | 0 | 0 | - | " \
+           "/w/stock-cache/x86_64-bench-stock-r0-ab.json |" in md
