@@ -165,6 +165,85 @@ lab_kprobes_arm() {
 	echo "$1" > /sys/kernel/tracing/events/lab/enable
 }
 
+# lab_hist EVENT [KPROBE]: trace EVENT (group/name) in the trace instance
+# "lab" during the probe runs that lab_hist_start and lab_hist_dump bracket;
+# with KPROBE ("function arg=fetch..."), define EVENT as that kprobe first.
+# The event stays disabled outside those runs, so it costs nothing there.
+lab_hist() {
+	t=/sys/kernel/tracing
+	[ -e $t/kprobe_events ] || mount -t tracefs tracefs $t || return 1
+	i=$t/instances/lab
+	[ -d $i ] || mkdir $i || { echo "# lab: could not set a kprobe on $1"; return 1; }
+	echo 0 > $i/tracing_on
+	echo 8192 > $i/buffer_size_kb
+	if [ -n "$2" ] && [ ! -d $t/events/$1 ]; then
+		echo "p:$1 $2" >> $t/kprobe_events ||
+			{ echo "# lab: could not set a kprobe on ${2%% *}"; return 1; }
+	fi
+	[ -d $i/events/$1 ] || echo "# lab: could not set a kprobe on $1"
+	echo "$1" >> /tmp/lab-hist-events
+}
+
+# lab_hist_start: empty the "lab" trace instance and enable its events.
+lab_hist_start() {
+	i=/sys/kernel/tracing/instances/lab
+	echo > $i/trace
+	for e in $(cat /tmp/lab-hist-events); do
+		echo 1 > $i/events/$e/enable
+	done
+	echo 1 > $i/tracing_on
+}
+
+# lab_hist_dump WORKLOAD MODE REP: stop the "lab" trace instance and print
+# the histogram of every numeric field of its events, as
+# 'BENCH-HIST {"workload":...,"hist":{"event.field":{"value":count}},"lost":N}';
+# lost counts the events the ring buffer overwrote.
+lab_hist_dump() {
+	i=/sys/kernel/tracing/instances/lab
+	echo 0 > $i/tracing_on
+	for e in $(cat /tmp/lab-hist-events); do
+		echo 0 > $i/events/$e/enable
+	done
+	lost=$(cat $i/per_cpu/cpu*/stats | awk '/^overrun:/ { n += $2 } END { print n + 0 }')
+	awk -v w="$1" -v m="$2" -v r="$3" -v lost="$lost" '
+	/^#/ { next }
+	{
+		ev = ""
+		for (i = 1; i < NF; i++)
+			if ($i ~ /^[0-9]+\.[0-9]+:$/) {
+				ev = $(i + 1)
+				sub(/:$/, "", ev)
+				break
+			}
+		if (ev == "")
+			next
+		for (j = i + 2; j <= NF; j++) {
+			if (split($j, kv, "=") != 2 || kv[2] !~ /^[0-9]+$/)
+				continue
+			k = ev "." kv[1]
+			if (!(k in seen)) {
+				seen[k] = 1
+				keys[++nk] = k
+			}
+			if (!((k, kv[2]) in h))
+				vals[k] = vals[k] " " kv[2]
+			h[k, kv[2]]++
+		}
+	}
+	END {
+		printf "BENCH-HIST {\"workload\":\"%s\",\"mode\":\"%s\",\"rep\":%d,\"lost\":%d,\"hist\":{", w, m, r, lost
+		for (n = 1; n <= nk; n++) {
+			k = keys[n]
+			printf "%s\"%s\":{", (n > 1 ? "," : ""), k
+			c = split(vals[k], vs, " ")
+			for (v = 1; v <= c; v++)
+				printf "%s\"%s\":%d", (v > 1 ? "," : ""), vs[v], h[k, vs[v]]
+			printf "}"
+		}
+		print "}}"
+	}' $i/trace
+}
+
 # lab_ramswap: swap on the RAM disk /dev/ram0 (brd; its size comes from the
 # brd.rd_size= boot parameter) instead of the virtio disk, so that swap-out
 # is guest CPU work only and instruction-time repeats; idempotent.

@@ -78,6 +78,27 @@ RECLAIM_MECHANISMS = [UNFOLD] + YOUNG + X86_FLUSH
 
 
 @dataclass
+class Histogram:
+    """A traced event whose numeric fields are counted per value in the
+    probe runs (lab_hist): a tracepoint, or a kprobe defined with fetch
+    arguments (kprobe: "function name=fetcharg...")."""
+    event: str                    # group/name
+    kprobe: str = ""
+
+    @property
+    def name(self):
+        return self.event.split("/")[1]
+
+
+# The dirty-reclaim batch at its flush: shrink_pageout_batch(pb) with
+# pb->nr (after the two-pointer list head); each reclaimed list: the
+# folios shrink_folio_list() was given (nr_scanned) and what became of them.
+PAGEOUT_BATCH = Histogram("labh/pobatch", "shrink_pageout_batch nr=+16($arg1):u32")
+RECLAIM_LISTS = Histogram("vmscan/mm_vmscan_lru_shrink_inactive")
+BATCH_HISTOGRAMS = [PAGEOUT_BATCH, RECLAIM_LISTS]
+
+
+@dataclass
 class Workload:
     name: str
     what: str                     # one line for the report
@@ -101,6 +122,8 @@ class Workload:
     boot: dict = field(default_factory=dict)
     # the arches the workload runs on (empty: every arch)
     arches: tuple = ()
+    # traced events counted per value in the probe runs (the batch table)
+    histograms: list = field(default_factory=list)
 
     def runs_on(self, arch_name):
         return not self.arches or arch_name in self.arches
@@ -244,7 +267,7 @@ WORKLOADS = [
              "2 workers, 256 MB, memory.high 64 MB, 100 ops in all",
              "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
              DIRTY_METRICS,
-             [DIRTY_FLUSH]),
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
     Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
              "exactly, so the measured phase is the worker's CPU time "
              "(instructions, throttling sleeps excluded)",
@@ -259,7 +282,7 @@ WORKLOADS = [
                "elapsed_ns", False),
               ("TLB shootdowns (x86)", "irq", "TLB", False),
               ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
-             [DIRTY_FLUSH]),
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
     Workload("dirty-reclaim-8cpu", "seed 002 at 8 vCPUs, one stress-ng --vm worker per "
              "vCPU: under -icount the vCPUs take turns on one host thread, so every "
              "remote CPU's flush and IPI handler is counted in instruction-time",
@@ -273,7 +296,7 @@ WORKLOADS = [
              "16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
              "-57.4%",
              DIRTY_METRICS,
-             [DIRTY_FLUSH], boot={"cpus": 8}),
+             [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS),
     Workload("fault-latency", "seed 002's risk: one thread dirties anonymous memory in a "
              "memcg whose memory.high is a quarter of it, swap on zram, while another "
              "times each store to one of its own pages that reclaim swapped out",
@@ -285,7 +308,7 @@ WORKLOADS = [
              "not measured upstream (seed 002 holds up to 31 folio locks "
              "across pageout)",
              FAULTLAT_METRICS,
-             [DIRTY_FLUSH]),
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
@@ -331,6 +354,10 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
     probes = kprobe_lines(workloads, arch_name) if arch_name else []
     if probes:
         lines += probes + ["lab_kprobes_arm 0"]
+    hists = {h.event: h for w in workloads for h in w.histograms} if arch_name else {}
+    for h in hists.values():
+        lines.append(f"lab_hist {h.event} '{h.kprobe}'" if h.kprobe else
+                     f"lab_hist {h.event}")
 
     def modes_of(w):
         modes = list(w.modes) if flavour == "patched" else ["stock"]
@@ -343,7 +370,12 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
             for sw, v in sorted(w.modes[m].items()):
                 lines.append(f"lab_switch {sw} {v}")
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+        traced = r == PROBE_REP and w.histograms and hists
+        if traced:
+            lines.append("lab_hist_start")
         lines.append(f"lab_bench {w.name} {m} {r} -- {argv}")
+        if traced:
+            lines.append(f"lab_hist_dump {w.name} {m} {r}")
 
     def reset():
         if flavour == "patched":
@@ -358,13 +390,15 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
             for m in modes:
                 one(w, m, r)
         reset()
-    if probes and rep0 == 0:
-        lines.append("lab_kprobes_arm 1")
+    if (probes or hists) and rep0 == 0:
+        if probes:
+            lines.append("lab_kprobes_arm 1")
         for w in workloads:
-            if any(arch_name in mech.arches for mech in w.mechanisms):
+            if any(arch_name in mech.arches for mech in w.mechanisms) or w.histograms:
                 for m in modes_of(w):
                     one(w, m, PROBE_REP)
-        lines.append("lab_kprobes_arm 0")
+        if probes:
+            lines.append("lab_kprobes_arm 0")
         reset()
     return "\n".join(lines) + "\nexit 0\n"
 
@@ -382,6 +416,13 @@ def parse_runs(boot, meta):
             rec.update(meta)
             runs.append(rec)
             start = None
+        elif line.startswith("BENCH-HIST {"):
+            h = json.loads(line[len("BENCH-HIST "):])
+            for rec in runs[::-1]:
+                if (rec["workload"], rec["mode"], rec["rep"]) == \
+                        (h["workload"], h["mode"], h["rep"]):
+                    rec["hist"], rec["hist_lost"] = h["hist"], h["lost"]
+                    break
     return runs
 
 

@@ -269,6 +269,78 @@ def mechanism_table(probes, workloads, arch):
         "|---|---|---|---|---|---|---|---|"] + rows) + "\n"
 
 
+# the pageout batch's limit (PAGEOUT_BATCH in mm/vmscan.c: a folio_batch)
+BATCH_LIMIT = 31
+BATCH_BUCKETS = ((1, 1), (2, 7), (8, 15), (16, 23), (24, 30), (31, 31))
+
+
+def _hist_sum(hist, key):
+    """(events, sum of values) of a field's histogram {value: count}."""
+    h = hist.get(key, {})
+    return sum(h.values()), sum(int(v) * c for v, c in h.items())
+
+
+def batch_table(probes, workloads, arch):
+    """The dirty-reclaim batches of an arch's probe runs, from the traced
+    events (bench.Histogram): how many folios each pageout batch held when
+    it was flushed (full at BATCH_LIMIT, or ended by the end of the list
+    shrink_folio_list() was given), and what the lists held: the folios
+    isolated per list and what reclaim did with them.  '' without such
+    runs."""
+    rows = []
+    for w in workloads:
+        if not getattr(w, "histograms", None):
+            continue
+        for fl, mode in (("patched", "on"), ("patched", "off"), ("stock", "stock")):
+            rs = [r for r in probes.get((arch, w.name, fl, mode), []) if "hist" in r]
+            if not rs:
+                continue
+            r = rs[0]
+            h = r["hist"]
+            nb, folios = _hist_sum(h, "pobatch.nr")
+            sizes = h.get("pobatch.nr", {})
+            buckets = " / ".join(
+                f"{sum(c for v, c in sizes.items() if lo <= int(v) <= hi):,}"
+                for lo, hi in BATCH_BUCKETS)
+            full = sum(c for v, c in sizes.items() if int(v) >= BATCH_LIMIT)
+            nl, scanned = _hist_sum(h, "mm_vmscan_lru_shrink_inactive.nr_scanned")
+
+            def per_list(field):
+                return f"{_hist_sum(h, 'mm_vmscan_lru_shrink_inactive.' + field)[1] / nl:.1f}" \
+                    if nl else "-"
+
+            name = "stock" if fl == "stock" else mode
+            if nb:
+                batch = (f"{nb:,} | {folios / nb:.1f} | {full:,} | {nb - full:,} | "
+                         f"{buckets}")
+            else:
+                batch = ("n/a" if fl == "stock" else "0") + " | - | - | - | -"
+            if nl:
+                lists = (f"{nl:,} | {scanned / nl:.1f} | {per_list('nr_reclaimed')} | "
+                         f"{per_list('nr_activate_anon')} | {per_list('nr_ref_keep')} | "
+                         f"{per_list('nr_unmap_fail')}")
+            else:
+                lists = "0 | - | - | - | - | -"
+            rows.append(f"| {w.name} | {name} | {batch} | {lists} | "
+                        f"{r.get('hist_lost', 0):,} |")
+    if not rows:
+        return ""
+    return "\n".join([
+        f"Reclaim batches ({arch}): one probe run per mode, traced (the "
+        "shrink_pageout_batch() kprobe with the batch's size, and the "
+        "vmscan:mm_vmscan_lru_shrink_inactive event of each list reclaim was "
+        f"given). A batch is flushed when it holds {BATCH_LIMIT} folios (full) or "
+        "when shrink_folio_list() reaches the end of its list; no batch is bigger "
+        "than the dirty anonymous folios of one list. Sizes: batches of 1 / 2-7 / "
+        "8-15 / 16-23 / 24-30 / 31 folios. Per list: the folios isolated for it "
+        "(nr_scanned), then reclaimed, activated, kept as referenced, and left "
+        "mapped; lost: events the trace buffer overwrote.", "",
+        "| workload | mode | batches | mean batch | full | ended by the list | sizes "
+        "| lists | folios per list | reclaimed | activated | kept (referenced) "
+        "| unmap failed | lost |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows) + "\n"
+
+
 def ratios(groups, workloads, arch):
     """{workload: median instruction-time with every switch on / off} for the
     workloads measured on an arch."""
@@ -485,6 +557,9 @@ def write(outdir, runs, workloads, arches, in_series, boots=None):
         mech = mechanism_table(probes, workloads, arch)
         if mech:
             md.append(mech)
+        batches = batch_table(probes, workloads, arch)
+        if batches:
+            md.append(batches)
         png = plot(groups, workloads, arch, outdir / f"{arch}.png")
         if png:
             pngs.append(png)

@@ -536,3 +536,94 @@ def test_report_names_a_reused_stock_boot():
     md = report.boots_section(boots)
     assert "| x86_64-bench-stock-r0 | 1 | 0 | 0 | - | " \
            "/w/stock-cache/x86_64-bench-stock-r0-ab.json |" in md
+
+
+# The dirty-reclaim probe runs trace the pageout batch and the reclaimed
+# lists: the events are set up once, enabled only around probe runs, and
+# the timed runs carry no tracing.
+def test_batch_histograms_are_traced_in_probe_runs_only():
+    text = bench.plan([bench.BY_NAME["dirty-reclaim-1w"]], 2, "patched", True,
+                      arch_name="arm64")
+    lines = text.splitlines()
+    assert "lab_hist labh/pobatch 'shrink_pageout_batch nr=+16($arg1):u32'" in lines
+    assert "lab_hist vmscan/mm_vmscan_lru_shrink_inactive" in lines
+    starts = [i for i, l in enumerate(lines) if l == "lab_hist_start"]
+    assert len(starts) == 2          # one probe run per mode
+    for i in starts:
+        assert lines[i + 1].startswith("lab_bench dirty-reclaim-1w ")
+        assert lines[i + 1].split()[3] == str(bench.PROBE_REP)
+        assert lines[i + 2] == f"lab_hist_dump dirty-reclaim-1w {lines[i + 1].split()[2]} " \
+                               f"{bench.PROBE_REP}"
+    # a workload without histograms gets none of it
+    assert "lab_hist" not in bench.plan([bench.BY_NAME["mremap-4k"]], 1, "patched",
+                                        True, arch_name="arm64")
+
+
+TRACE = """# tracer: nop
+#
+       stress-ng-vm-123     [001] ..... 12.345678: pobatch: (shrink_pageout_batch+0x0/0x2a0) nr=31
+       stress-ng-vm-123     [001] ..... 12.345700: pobatch: (shrink_pageout_batch+0x0/0x2a0) nr=10
+     kswapd0-45      [000] d..1. 12.345800: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=10 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=3 nr_activate_file=0 nr_ref_keep=1 nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC
+  a task-9   [000] ..... 12.400000: pobatch: (shrink_pageout_batch+0x0/0x2a0) nr=31
+     kswapd0-45      [000] d..1. 12.5: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=30 nr_reclaimed=20 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=1 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_ANON
+"""
+
+
+def _hist_dump(tmp_path):
+    """lab.sh's lab_hist_dump on a synthetic trace instance."""
+    i = tmp_path / "inst"
+    for cpu, overrun in ((0, 2), (1, 0)):
+        d = i / "per_cpu" / f"cpu{cpu}"
+        d.mkdir(parents=True)
+        (d / "stats").write_text(f"entries: 3\noverrun: {overrun}\n")
+    (i / "trace").write_text(TRACE)
+    (tmp_path / "lab-hist-events").write_text("")
+    lib = (REPO / "guest" / "lib.sh").read_text()
+    body = lib[lib.index("lab_hist_dump() {"):]
+    body = body[:body.index("\n}\n") + 3]
+    body = body.replace("/sys/kernel/tracing/instances/lab", str(i)) \
+               .replace("/tmp/lab-hist-events", str(tmp_path / "lab-hist-events"))
+    p = subprocess.run(["sh", "-c", body + "\nlab_hist_dump dirty-reclaim on -1"],
+                       capture_output=True, text=True)
+    return p.stdout
+
+
+# lab_hist_dump counts every numeric field of each event per value, and the
+# events the ring buffer lost; parse_runs puts them in the probe run.
+def test_hist_dump_counts_fields_per_value_and_parse_runs_keeps_them(tmp_path):
+    out = _hist_dump(tmp_path).strip()
+    assert out.startswith("BENCH-HIST {")
+    h = json.loads(out[len("BENCH-HIST "):])
+    assert h["lost"] == 2 and h["rep"] == -1
+    assert h["hist"]["pobatch.nr"] == {"31": 2, "10": 1}
+    assert h["hist"]["mm_vmscan_lru_shrink_inactive.nr_scanned"] == {"32": 1, "30": 1}
+    r = rec("dirty-reclaim", "on", -1)
+    text, stamps = console(["BENCH-START dirty-reclaim on -1", "BENCH " + json.dumps(r),
+                            out])
+    c = tmp_path / "c.log"
+    c.write_text(text)
+    stamps = [(float(n), l) for n, l in enumerate(text.splitlines()) if l.startswith("BENCH")]
+    runs = bench.parse_runs(run.Boot(c, 0, True, False, 1.0, stamps=stamps), {})
+    assert runs[0]["hist"]["pobatch.nr"] == {"31": 2, "10": 1} and runs[0]["hist_lost"] == 2
+
+
+# The batch table: batches, mean size, full against ended by the list, the
+# size buckets, and per list the folios isolated and what became of them.
+def test_batch_table_gives_sizes_reasons_and_lists():
+    hist = {"pobatch.nr": {"31": 2, "10": 1},
+            "mm_vmscan_lru_shrink_inactive.nr_scanned": {"32": 1, "30": 1},
+            "mm_vmscan_lru_shrink_inactive.nr_reclaimed": {"10": 1, "20": 1},
+            "mm_vmscan_lru_shrink_inactive.nr_activate_anon": {"3": 1, "1": 1},
+            "mm_vmscan_lru_shrink_inactive.nr_ref_keep": {"1": 1, "0": 1},
+            "mm_vmscan_lru_shrink_inactive.nr_unmap_fail": {"0": 2}}
+    on = dict(rec("dirty-reclaim", "on", -1), arch="arm64", hist=hist, hist_lost=0,
+              probe=True)
+    off = dict(rec("dirty-reclaim", "off", -1), arch="arm64", probe=True,
+               hist={k: v for k, v in hist.items() if not k.startswith("pobatch")},
+               hist_lost=0)
+    probes = report.summarize([on, off], probe=True)
+    md = report.batch_table(probes, [bench.BY_NAME["dirty-reclaim"]], "arm64")
+    assert "| dirty-reclaim | on | 3 | 24.0 | 2 | 1 | 0 / 0 / 1 / 0 / 0 / 2 | " \
+           "2 | 31.0 | 15.0 | 2.0 | 0.5 | 0.0 | 0 |" in md
+    assert "| dirty-reclaim | off | 0 | - | - | - | - | 2 | 31.0 |" in md
+    assert report.batch_table(probes, [bench.BY_NAME["mremap-4k"]], "arm64") == ""
