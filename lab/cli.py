@@ -180,8 +180,8 @@ def cmd_bench(args):
 def cmd_report(args):
     from pathlib import Path
 
-    from . import bench
-    bench.report_dir(Path(args.dir))
+    from . import reportdir
+    reportdir.report_dir(Path(args.dir))
     return 0
 
 

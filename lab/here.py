@@ -7,7 +7,7 @@ switches off and on in one boot:
   DIR/run-here.sh     the driver (guest/run-here.sh): refuses without
                       /sys/kernel/mm/foliobatch, saves and restores every
                       knob the plan writes, also on Ctrl-C
-  DIR/bench-plan.sh   bench.plan() of the patched kernel, without kprobes,
+  DIR/bench-plan.sh   workloads.plan() of the patched kernel, without kprobes,
                       its programs under $LAB_HOME
   DIR/bench/          the static workload programs for the arch
   DIR/arch            the arch the programs are for
@@ -24,8 +24,9 @@ import json
 import re
 import shutil
 
-from . import bench, config, image, source
+from . import config, image, source
 from .util import LabError, say
+from .workloads import BY_NAME, WORKLOADS, plan
 
 PLAN = "bench-plan.sh"
 # run-here.sh drops the caches through its own helper (LAB_HERE_ROOT)
@@ -36,7 +37,7 @@ UNAMES = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 def bundle_plan(workloads, reps, quick):
     """The patched kernel's bench plan for run-here.sh: no kprobe runs, the
     programs under $LAB_HOME, no lib.sh (run-here.sh has the helpers)."""
-    text = bench.plan(workloads, reps, "patched", quick)
+    text = plan(workloads, reps, "patched", quick)
     lines = [DROP_CACHES.get(line, line) for line in text.splitlines()
              if line not in (". /lab/lib.sh", "exit 0", "cd /tmp")]
     text = "\n".join(lines) + "\n"
@@ -51,23 +52,23 @@ def default_workloads(arch_name):
     """The workloads of a bundle when none is named: those of the arch,
     but not one that boots a QEMU CPU model of its own, which on a machine
     would run again what its default-CPU twin runs."""
-    return [w.name for w in bench.WORKLOADS
+    return [w.name for w in WORKLOADS
             if w.runs_on(arch_name) and "cpu" not in w.boot]
 
 
 def bundle(dest, arch_name, names=None, quick=False, reps=3):
     """Write a bundle for one arch into dest (see the module docstring)."""
     names = names or default_workloads(arch_name)
-    unknown = [n for n in names if n not in bench.BY_NAME]
+    unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise LabError(f"unknown workload(s): {', '.join(unknown)} "
-                       f"(known: {', '.join(bench.BY_NAME)})")
-    other = [n for n in names if not bench.BY_NAME[n].runs_on(arch_name)]
+                       f"(known: {', '.join(BY_NAME)})")
+    other = [n for n in names if not BY_NAME[n].runs_on(arch_name)]
     if other:
         raise LabError(f"{', '.join(other)}: not a workload for {arch_name}")
     if reps < 1:
         raise LabError("--repeats must be at least 1")
-    chosen = [bench.BY_NAME[n] for n in names]
+    chosen = [BY_NAME[n] for n in names]
     source.fetch()
     log = config.log_dir() / f"bundle-{arch_name}.log"
     log.write_text("")
@@ -130,7 +131,7 @@ def collect(outdir, bundle_info=None):
             failed.append(f"{rec.get('workload')} {rec.get('mode')} rep {rec.get('rep')} "
                           f"(exit {rec.get('exit')})")
             continue
-        w = bench.BY_NAME.get(rec["workload"])
+        w = BY_NAME.get(rec["workload"])
         if w is None:
             raise LabError(f"{logf}: a run of workload '{rec['workload']}', which "
                            "this lab does not know")
@@ -172,7 +173,7 @@ FILE_MARK = "HERE-FILE "
 def guest_plan(arch_name):
     """The guest plan of the check: KTAP 'run-here' and 'knobs-restored',
     then run-here.sh's files on the console, each line after FILE_MARK."""
-    ws = [bench.BY_NAME[n] for n in GUEST_WORKLOADS]
+    ws = [BY_NAME[n] for n in GUEST_WORKLOADS]
     return "\n".join([
         ". /lab/lib.sh",
         # knobs away from what the plan leaves behind (its last lines set
@@ -216,16 +217,16 @@ def check_guest_run(text, dest):
         return False, f"run-here.sh's files are not on the console (got {got})"
     try:
         runs = collect(dest, {"quick": True, "scale": {
-            n: bench.BY_NAME[n].quick_scale for n in GUEST_WORKLOADS}})
+            n: BY_NAME[n].quick_scale for n in GUEST_WORKLOADS}})
     except LabError as e:
         return False, str(e)
-    want = {(n, m) for n in GUEST_WORKLOADS for m in bench.BY_NAME[n].modes}
+    want = {(n, m) for n in GUEST_WORKLOADS for m in BY_NAME[n].modes}
     have = {(r["workload"], r["mode"]) for r in runs if r["exit"] == 0}
     if want - have:
         return False, "no run that exited 0 for " + ", ".join(
             f"{w}/{m}" for w, m in sorted(want - have))
     from . import report
-    ws = [bench.BY_NAME[n] for n in GUEST_WORKLOADS]
+    ws = [BY_NAME[n] for n in GUEST_WORKLOADS]
     report.write(dest, runs, ws, [runs[0]["arch"]], lambda s: True)
     md = (dest / "report.md").read_text()
     missing = [n for n in GUEST_WORKLOADS if f"| {n} | time |" not in md]

@@ -18,7 +18,7 @@ import bisect
 import shutil
 import time
 
-from . import bench, build, config, image, run, source
+from . import bench, build, config, image, run, source, workloads
 from .report import instr_time
 from .util import LabError, Timer, out, run as run_cmd, say
 
@@ -119,7 +119,7 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     mode = None if flavour == "stock" else mode
     counts = outdir / f"{arch_name}-{w.name}-{tag}.blocks"
     say(f"profile boot {arch_name}/{tag}: {w.name}")
-    b = run.boot(arch_name, kernel, bench.plan([w], 1, flavour, quick, only_mode=mode),
+    b = run.boot(arch_name, kernel, workloads.plan([w], 1, flavour, quick, only_mode=mode),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  f"{arch_name}-profile-{w.name}-{tag}",
                  **dict(bench.boot_args(quick), **w.boot,
@@ -170,9 +170,10 @@ def mechanism_table(columns, asid=False):
 
 def main(arches, workload, modes=("off",), quick=False, top=25):
     t = Timer()
-    if workload not in bench.BY_NAME:
-        raise LabError(f"unknown workload '{workload}' (known: {', '.join(bench.BY_NAME)})")
-    w = bench.BY_NAME[workload]
+    if workload not in workloads.BY_NAME:
+        raise LabError(f"unknown workload '{workload}' "
+                       f"(known: {', '.join(workloads.BY_NAME)})")
+    w = workloads.BY_NAME[workload]
     for mode in modes:
         if mode not in w.modes:
             raise LabError(f"unknown mode '{mode}' of {workload} "

@@ -3,12 +3,12 @@
 import json
 from pathlib import Path
 
-from lab import bench, report, run
+from lab import bench, report, run, workloads
 
 
 def test_plan_alternates_mode_order_and_sets_switches():
-    w = bench.BY_NAME["mremap-64k"]
-    text = bench.plan([w], 2, "patched", quick=True)
+    w = workloads.BY_NAME["mremap-64k"]
+    text = workloads.plan([w], 2, "patched", quick=True)
     runs = [l for l in text.splitlines() if l.startswith("lab_bench")]
     assert [r.split()[2] for r in runs] == ["off", "on", "on", "off"]
     assert "lab_switch mremap_batch 0" in text and "lab_switch mremap_batch 1" in text
@@ -18,14 +18,14 @@ def test_plan_alternates_mode_order_and_sets_switches():
 
 
 def test_stock_plan_never_touches_switches():
-    text = bench.plan(bench.WORKLOADS, 1, "stock", quick=False)
+    text = workloads.plan(workloads.WORKLOADS, 1, "stock", quick=False)
     assert "lab_switch" not in text
     assert all(l.split()[2] == "stock" for l in text.splitlines()
                if l.startswith("lab_bench"))
 
 
 def test_file_reclaim_measures_each_switch_alone_and_both():
-    w = bench.BY_NAME["file-reclaim"]
+    w = workloads.BY_NAME["file-reclaim"]
     assert w.modes["referenced"] == {"referenced_batch": 1, "unmap_batch": 0}
     assert w.modes["unmap"] == {"referenced_batch": 0, "unmap_batch": 1}
     assert set(w.modes) == {"off", "referenced", "unmap", "on"}
@@ -54,7 +54,7 @@ def test_spread_and_instruction_time():
 
 
 def test_report_change_and_off_vs_stock(tmp_path):
-    w = bench.BY_NAME["pt-reclaim"]
+    w = workloads.BY_NAME["pt-reclaim"]
     runs = [rec("pt-reclaim", "off", i, 1000, vmpte_after_kb=4144) for i in range(2)]
     runs += [rec("pt-reclaim", "on", i, 500, vmpte_after_kb=48) for i in range(2)]
     runs += [rec("pt-reclaim", "stock", i, 1010, "stock", vmpte_after_kb=4144)
@@ -76,7 +76,7 @@ def test_report_change_and_off_vs_stock(tmp_path):
 def test_one_run_each_is_marked_not_judged_as_repeatable():
     # --min-repeats 1 --repeats 1: a change and a switch-off verdict on one
     # run each say so, since nothing shows whether the workload repeats
-    w = bench.BY_NAME["pt-reclaim"]
+    w = workloads.BY_NAME["pt-reclaim"]
     runs = [rec("pt-reclaim", "off", 0, 1000, vmpte_after_kb=4144),
             rec("pt-reclaim", "on", 0, 500, vmpte_after_kb=48),
             rec("pt-reclaim", "stock", 0, 1200, "stock", vmpte_after_kb=4144)]
@@ -92,7 +92,7 @@ def test_report_writes_markdown_html_and_png(tmp_path):
     runs = [rec("mremap-4k", m, i, 1000 + i, flavour=f)
             for i in range(2) for m, f in (("off", "patched"), ("on", "patched"),
                                            ("stock", "stock"))]
-    page = report.write(tmp_path, runs, [bench.BY_NAME["mremap-4k"]], ["x86_64"],
+    page = report.write(tmp_path, runs, [workloads.BY_NAME["mremap-4k"]], ["x86_64"],
                         lambda s: False)
     assert page.exists() and (tmp_path / "x86_64.png").stat().st_size > 1000
     assert "not in series" in (tmp_path / "report.md").read_text()
@@ -106,27 +106,27 @@ def test_kprobe_counts_are_a_source_like_vmstat():
 
 
 def test_plan_arms_the_mechanism_kprobes_only_in_probe_runs():
-    w = bench.BY_NAME["mremap-64k"]
-    lines = bench.plan([w], 2, "patched", quick=True, arch_name="arm64").splitlines()
+    w = workloads.BY_NAME["mremap-64k"]
+    lines = workloads.plan([w], 2, "patched", quick=True, arch_name="arm64").splitlines()
     assert "lab_kprobe contpte_try_unfold __contpte_try_unfold" in lines
     assert "lab_kprobe contpte_try_fold __contpte_try_fold" in lines
     disarm, arm = lines.index("lab_kprobes_arm 0"), lines.index("lab_kprobes_arm 1")
     runs = [(i, l.split()[2:4]) for i, l in enumerate(lines) if l.startswith("lab_bench")]
-    timed = [i for i, (_, r) in runs if r != str(bench.PROBE_REP)]
-    probed = [(i, m) for i, (m, r) in runs if r == str(bench.PROBE_REP)]
+    timed = [i for i, (_, r) in runs if r != str(workloads.PROBE_REP)]
+    probed = [(i, m) for i, (m, r) in runs if r == str(workloads.PROBE_REP)]
     # kprobes are disarmed before every measured run and armed for the probes
     assert all(disarm < i < arm for i in timed)
     assert [m for _, m in probed] == ["off", "on"] and all(i > arm for i, _ in probed)
     # x86 has no contpte: no kprobe and no probe run for this workload
-    x86 = bench.plan([w], 2, "patched", quick=True, arch_name="x86_64")
-    assert "lab_kprobe" not in x86 and str(bench.PROBE_REP) not in x86
+    x86 = workloads.plan([w], 2, "patched", quick=True, arch_name="x86_64")
+    assert "lab_kprobe" not in x86 and str(workloads.PROBE_REP) not in x86
     # the extra boots of noisy measurements (rep0 > 0) run no probes again
-    later = bench.plan([w], 2, "patched", quick=True, rep0=2, arch_name="arm64")
+    later = workloads.plan([w], 2, "patched", quick=True, rep0=2, arch_name="arm64")
     assert "lab_kprobes_arm 1" not in later
 
 
 def probe(workload, mode, flavour="patched", arch="arm64", **kprobe):
-    r = rec(workload, mode, bench.PROBE_REP, 9999, flavour=flavour, arch=arch)
+    r = rec(workload, mode, workloads.PROBE_REP, 9999, flavour=flavour, arch=arch)
     r.update(probe=True, kprobe=kprobe, vmstat={"pswpout": 620})
     return r
 
@@ -140,7 +140,7 @@ def test_probe_runs_are_kept_out_of_the_measurements():
 
 
 def test_mechanism_table_has_the_limit_column():
-    ws = [bench.BY_NAME["mremap-64k"], bench.BY_NAME["dirty-reclaim-1w"]]
+    ws = [workloads.BY_NAME["mremap-64k"], workloads.BY_NAME["dirty-reclaim-1w"]]
     runs = [probe("mremap-64k", "stock", "stock", contpte_try_unfold=16007),
             probe("mremap-64k", "off", contpte_try_unfold=16007, contpte_try_fold=16013),
             probe("mremap-64k", "on"),
@@ -168,7 +168,7 @@ def test_mechanism_table_has_the_limit_column():
 
 
 def test_counters_an_arch_does_not_show_are_left_out_with_a_note():
-    w = bench.BY_NAME["pt-reclaim"]
+    w = workloads.BY_NAME["pt-reclaim"]
     runs = [rec("pt-reclaim", m, 0, 1000, flavour=f, arch="arm64", vmpte_after_kb=48)
             for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
     for r in runs:
@@ -180,7 +180,7 @@ def test_counters_an_arch_does_not_show_are_left_out_with_a_note():
 
 
 def test_report_lays_out_a_grid_and_a_summary_chart(tmp_path):
-    ws = [bench.BY_NAME[n] for n in ("mremap-64k", "mremap-4k", "pt-reclaim", "bigheap")]
+    ws = [workloads.BY_NAME[n] for n in ("mremap-64k", "mremap-4k", "pt-reclaim", "bigheap")]
     runs = [rec(w.name, m, i, 1000 - 300 * (m == "on"), flavour=f, arch="arm64")
             for w in ws for i in range(2)
             for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
@@ -191,7 +191,7 @@ def test_report_lays_out_a_grid_and_a_summary_chart(tmp_path):
 
 
 def test_workloads_with_other_boot_arguments_get_boots_of_their_own():
-    ws = [bench.BY_NAME[n] for n in ("mremap-64k", "dirty-reclaim-8cpu", "pt-reclaim")]
+    ws = [workloads.BY_NAME[n] for n in ("mremap-64k", "dirty-reclaim-8cpu", "pt-reclaim")]
     groups = bench.boot_groups(ws)
     assert [(extra, [w.name for w in g]) for extra, g in groups] == [
         ({}, ["mremap-64k", "pt-reclaim"]), ({"cpus": 8}, ["dirty-reclaim-8cpu"])]
@@ -213,15 +213,15 @@ def _boot_once(tmp_path, monkeypatch, arch_name, w):
 
 
 def test_an_8_vcpu_boot_is_named_and_booted_with_8_cpus(tmp_path, monkeypatch):
-    seen = _boot_once(tmp_path, monkeypatch, "x86_64", bench.BY_NAME["dirty-reclaim-8cpu"])
+    seen = _boot_once(tmp_path, monkeypatch, "x86_64", workloads.BY_NAME["dirty-reclaim-8cpu"])
     assert seen["cpus"] == 8 and seen["icount"] and seen["name"] == \
         "x86_64-bench-patched-cpus8-r0"
 
 
 def test_the_cortex_a72_workload_boots_that_cpu_on_arm64_only(tmp_path, monkeypatch):
-    w = bench.BY_NAME["file-reclaim-pte2m-a72"]
+    w = workloads.BY_NAME["file-reclaim-pte2m-a72"]
     assert w.runs_on("arm64") and not w.runs_on("x86_64")
-    assert bench.BY_NAME["file-reclaim"].runs_on("x86_64")
+    assert workloads.BY_NAME["file-reclaim"].runs_on("x86_64")
     assert "pte2m" in w.argv and "pte2m" in w.quick
     seen = _boot_once(tmp_path, monkeypatch, "arm64", w)
     assert seen["cpu"] == "cortex-a72" and seen["icount"]

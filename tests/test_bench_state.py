@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import bench, report, run
+from lab import bench, report, reportdir, run, workloads
 
 REPO = Path(__file__).resolve().parent.parent
 SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
@@ -85,7 +85,7 @@ def fake_boot(monkeypatch, tmp_path, lines, stock_lines=()):
 
 def boot_once(monkeypatch, tmp_path, lines, flavour="patched"):
     fake_boot(monkeypatch, tmp_path, lines, lines)
-    return bench.boot_bench("x86_64", flavour, [bench.BY_NAME["mremap-4k"]], 1, True, 0,
+    return bench.boot_bench("x86_64", flavour, [workloads.BY_NAME["mremap-4k"]], 1, True, 0,
                             tmp_path, {})
 
 
@@ -123,7 +123,7 @@ def test_a_run_whose_switch_reads_back_otherwise_is_left_out(tmp_path, monkeypat
 
 
 def test_state_problems_per_knob():
-    w64 = bench.BY_NAME["mremap-64k"]
+    w64 = workloads.BY_NAME["mremap-64k"]
     assert bench.state_problems(w64, "patched", "on", rec(
         "mremap-64k", "on", 0, state=knobs("64kB"))) == []
     # a THP size the setup turned on reads never, another reads always
@@ -142,7 +142,7 @@ def test_state_problems_per_knob():
         "mremap-64k", "on", 0, state=knobs("none", sizes=("2048kB",)))) == \
         ["no THP size 64kB"]
     # MGLRU: lru_gen/enabled reads a mask; y sets bit 0, n clears it
-    wm, wf = bench.BY_NAME["file-reclaim-mglru"], bench.BY_NAME["file-reclaim"]
+    wm, wf = workloads.BY_NAME["file-reclaim-mglru"], workloads.BY_NAME["file-reclaim"]
     on = dict(referenced_batch=1, mglru_young_batch=1, unmap_batch=1)
     assert bench.state_problems(wm, "patched", "on", rec(
         "file-reclaim-mglru", "on", 0, state=knobs(lru="0x0007", **on))) == []
@@ -160,7 +160,7 @@ def test_state_problems_per_knob():
     # a record without the read-back (a benchrun from before it) is not trusted
     r = rec("mremap-4k", "on", 0)
     del r["knobs"]
-    assert bench.state_problems(bench.BY_NAME["mremap-4k"], "patched", "on", r) == \
+    assert bench.state_problems(workloads.BY_NAME["mremap-4k"], "patched", "on", r) == \
         ["no read-back of the knobs in the run's record"]
 
 
@@ -173,7 +173,7 @@ def test_stock_has_no_foliobatch_directory(tmp_path, monkeypatch):
     kept, boot = boot_once(monkeypatch, tmp_path, bench_lines(good, bad), "stock")
     assert [r["rep"] for r in kept] == [0]
     assert boot["excluded"][0]["excluded"] == ["stock kernel has /sys/kernel/mm/foliobatch"]
-    w = bench.BY_NAME["mremap-4k"]
+    w = workloads.BY_NAME["mremap-4k"]
     r = mremap4k("on", 0)
     r.update(foliobatch_dir=0, knobs={k: v for k, v in r["knobs"].items()
                                       if not k.startswith("foliobatch/")})
@@ -253,7 +253,7 @@ def test_report_lists_the_runs_left_out(tmp_path, monkeypatch):
     assert "| x86_64-bench-patched-r0 | mremap-4k | off | 1 | exit 1 |" in md
     assert "| x86_64-bench-patched-r0 | 1 | 2 | 0 | - |" in md
     (out / "report.md").unlink()
-    bench.report_dir(out)
+    reportdir.report_dir(out)
     assert f"| mremap-4k | on | 0 | {bad} |" in (out / "report.md").read_text()
 
 
@@ -298,7 +298,7 @@ def dirty(mode, rep, t, bogo, scale, flavour="patched", arch="x86_64"):
 def test_bogo_ops_rates_count_stress_ngs_operations_once():
     old = "2 workers, 256 MB, memory.high 64 MB, 100 ops each"
     new = "2 workers, 256 MB, memory.high 64 MB, 100 ops in all"
-    w = bench.BY_NAME["dirty-reclaim"]
+    w = workloads.BY_NAME["dirty-reclaim"]
     for scale, bogo in ((old, 200), (new, 100)):
         runs = [dirty("off", 0, 2_825_000_000, bogo, scale),
                 dirty("on", 0, 2_243_840_000, bogo, scale),
@@ -318,7 +318,7 @@ def test_bogo_ops_rates_count_stress_ngs_operations_once():
 def test_bogo_ops_rate_shows_its_spread():
     scale = "2 workers, 256 MB, memory.high 64 MB, 100 ops in all"
     runs = [dirty("off", i, t, 100, scale) for i, t in enumerate((2e9, 3e9, 4e9))]
-    md = report.markdown(report.summarize(runs), [bench.BY_NAME["dirty-reclaim"]],
+    md = report.markdown(report.summarize(runs), [workloads.BY_NAME["dirty-reclaim"]],
                          "x86_64", lambda s: True)
     row = next(l for l in md.splitlines() if BOGO in l)
     assert "| 33.3 (±37.5%) |" in row, row
@@ -327,7 +327,7 @@ def test_bogo_ops_rate_shows_its_spread():
 # The switch-off check allows a compared counter 1% (of stock's median),
 # and says so; a counter 2% away is a difference.
 def test_off_vs_stock_counters_within_one_percent():
-    w = bench.BY_NAME["pt-reclaim"]
+    w = workloads.BY_NAME["pt-reclaim"]
 
     def runs(off_kb):
         rs = [rec("pt-reclaim", "off", i, 1000, vmpte_after_kb=off_kb) for i in range(2)]
@@ -355,7 +355,7 @@ def test_readme_states_the_off_vs_stock_rule_of_the_code():
         not in text
 
 
-@pytest.mark.parametrize("w", bench.WORKLOADS, ids=lambda w: w.name)
+@pytest.mark.parametrize("w", workloads.WORKLOADS, ids=lambda w: w.name)
 def test_a_run_that_is_in_its_workloads_state_is_kept(w):
     # every workload's own setup, read back as benchrun reads it after
     # that setup, leaves nothing to object to in any mode: a setup line
@@ -456,7 +456,7 @@ def test_an_interrupted_bench_keeps_what_it_finished(tmp_path, monkeypatch):
         assert line in md
     assert "| mremap-4k | instruction-time |" in md
     (out / "report.md").unlink()
-    bench.report_dir(out)
+    reportdir.report_dir(out)
     again = (out / "report.md").read_text()
     assert "### Missing" in again and "| mremap-4k | instruction-time |" in again
 
@@ -494,7 +494,7 @@ def test_stock_bench_boot_is_reused_while_its_inputs_are_the_same(tmp_path, monk
     stock = bench_lines(mremap4k("stock", 0, flavour="stock"))
     fake_boot(monkeypatch, tmp_path, stock, stock)
     booted = _stock_files(tmp_path, monkeypatch)
-    ws = [bench.BY_NAME["mremap-4k"]]
+    ws = [workloads.BY_NAME["mremap-4k"]]
     kept1, boot1 = bench.boot_bench("x86_64", "stock", ws, 1, True, 0, tmp_path, {})
     assert booted == ["x86_64-bench-stock-r0"] and boot1["reused"] == ""
     kept2, boot2 = bench.boot_bench("x86_64", "stock", ws, 1, True, 0, tmp_path, {})
@@ -517,7 +517,7 @@ def test_stock_bench_boot_is_reused_while_its_inputs_are_the_same(tmp_path, monk
 # later bench reuses it.
 def test_a_stock_bench_boot_with_a_report_or_a_failed_run_is_not_stored(tmp_path,
                                                                          monkeypatch):
-    ws = [bench.BY_NAME["mremap-4k"]]
+    ws = [workloads.BY_NAME["mremap-4k"]]
     for lines in ([WARNING] + bench_lines(mremap4k("stock", 0, flavour="stock")),
                   bench_lines(mremap4k("stock", 0, flavour="stock", exit=1))):
         d = tmp_path / str(len(lines))

@@ -9,14 +9,14 @@ import subprocess
 
 import pytest
 
-from lab import bench, config, here, report
+from lab import config, here, report, workloads
 from lab.util import LabError
 
 SCRIPT = config.GUEST / "run-here.sh"
 
 
 def test_bundle_plan_runs_the_programs_of_the_bundle_without_kprobes():
-    ws = [bench.BY_NAME["pt-reclaim"], bench.BY_NAME["file-reclaim"]]
+    ws = [workloads.BY_NAME["pt-reclaim"], workloads.BY_NAME["file-reclaim"]]
     plan = here.bundle_plan(ws, 2, quick=True)
     assert "/lab/" not in plan and "benchrun" not in plan and "cd /tmp" not in plan
     assert 'lab_bench pt-reclaim off 0 -- "$LAB_HOME"/bench/ptreclaim 1024' in plan
@@ -136,7 +136,7 @@ def test_a_plan_that_changed_knobs_has_them_restored_at_its_end(tmp_path):
 def test_run_here_runs_skips_and_reports(tmp_path):
     b, root = fake_machine(tmp_path, switches={"pt_reclaim": 1, "reclaim_tlb_batch": 1,
                                                "referenced_batch": 1, "unmap_batch": 1})
-    ws = [bench.BY_NAME[n] for n in ("pt-reclaim", "file-reclaim", "dirty-reclaim")]
+    ws = [workloads.BY_NAME[n] for n in ("pt-reclaim", "file-reclaim", "dirty-reclaim")]
     (b / "bundle.json").write_text(json.dumps({"quick": True, "scale": {
         w.name: w.quick_scale for w in ws}}))
     p = run_here(b, root, here.bundle_plan(ws, 2, quick=True))
@@ -157,7 +157,7 @@ def test_run_here_runs_skips_and_reports(tmp_path):
     assert {r["mode"] for r in runs} == {"off", "on"}
     assert all(r["clock"] == "native" and r["flavour"] == "patched" for r in runs)
     assert runs[0]["scale"] == "1024 regions of 2 MB"
-    report.write(out, runs, [bench.BY_NAME["pt-reclaim"]], [runs[0]["arch"]],
+    report.write(out, runs, [workloads.BY_NAME["pt-reclaim"]], [runs[0]["arch"]],
                  lambda s: True)
     md = (out / "report.md").read_text()
     assert "instruction-time" not in md and "TCG wall" not in md
@@ -165,7 +165,7 @@ def test_run_here_runs_skips_and_reports(tmp_path):
     assert "| pt-reclaim | time | - | 0.0000 s" in md
     assert "Switch off against stock" not in md
     report.write(out, [dict(r, clock=None) for r in runs],
-                 [bench.BY_NAME["pt-reclaim"]], [runs[0]["arch"]], lambda s: True)
+                 [workloads.BY_NAME["pt-reclaim"]], [runs[0]["arch"]], lambda s: True)
     assert "instruction-time" in (out / "report.md").read_text()
 
 
@@ -203,7 +203,7 @@ def test_guest_check_reads_the_files_back_and_needs_every_mode(tmp_path):
         return (f'HERE-FILE bench.log BENCH {{"workload":"{w}","mode":"{m}","rep":0,'
                 '"exit":0,"total_ns":5,"metrics":{"time_ns":3},"vmstat":{},"irq":{},'
                 '"mthp":{}}')
-    every = [line(w, m) for w in ws for m in bench.BY_NAME[w].modes]
+    every = [line(w, m) for w in ws for m in workloads.BY_NAME[w].modes]
     host = ["HERE-FILE host.txt kernel 6.12.117-patched", "HERE-FILE host.txt arch x86_64"]
     ok, detail = here.check_guest_run("\n".join(every + host), tmp_path / "a")
     assert ok, detail

@@ -1,6 +1,7 @@
 """Host unit tests of the lab's module structure: each module imports on its
-own, and 'lab test' and 'lab harden' do not import each other (what both
-use lives in tally, testboot and suites)."""
+own, the lab's imports have no cycle, and 'lab test' and 'lab harden' do
+not import each other (what both use lives in tally, testboot and
+suites)."""
 
 import ast
 import subprocess
@@ -10,49 +11,110 @@ from pathlib import Path
 import pytest
 
 LAB = Path(__file__).resolve().parent.parent / "lab"
-MODULES = sorted(p.stem for p in LAB.glob("*.py") if p.stem != "__main__")
+
+
+def module_name(path):
+    """lab/x.py -> 'lab.x', lab/p/__init__.py -> 'lab.p'."""
+    parts = path.relative_to(LAB.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+FILES = {module_name(p): p for p in sorted(LAB.rglob("*.py"))}
+MODULES = sorted(n for n in FILES if not n.endswith(".__main__"))
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_module_imports_alone(name):
     # a fresh interpreter per module, so no other import order hides a cycle
     p = subprocess.run([sys.executable, "-c",
-                        f"import importlib; importlib.import_module('lab.{name}')"],
+                        f"import importlib; importlib.import_module({name!r})"],
                        cwd=LAB.parent, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
 
 def imported(name):
-    """Names of the lab modules a lab module imports, anywhere in it
-    ('from . import x', 'from .x import y', 'from lab import x', 'import lab.x')."""
-    tree = ast.parse((LAB / f"{name}.py").read_text())
+    """The lab modules a lab module imports, anywhere in it, also inside
+    functions ('from . import x', 'from .x import y', 'from .. import x',
+    'from lab.x import y', 'import lab.x'), as full names ('lab.x')."""
+    path = FILES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for n in ast.walk(tree):
+    for n in ast.walk(ast.parse(path.read_text())):
         if isinstance(n, ast.ImportFrom):
-            package = "lab" if n.level == 1 else n.module or ""
-            module = n.module if n.level == 1 else None
-            if package.split(".")[0] != "lab":
-                continue
-            if n.level == 0 and "." in package:
-                module = package.split(".")[1]
-            if module:
-                found.add(module.split(".")[0])
+            if n.level:
+                parts = package.split(".")
+                base = parts[:len(parts) - (n.level - 1)]
+                target = ".".join(base + ([n.module] if n.module else []))
             else:
-                found.update(a.name for a in n.names)
+                target = n.module or ""
+            if target.split(".")[0] != "lab":
+                continue
+            for a in n.names:
+                sub = f"{target}.{a.name}"
+                found.add(sub if sub in FILES else target)
         elif isinstance(n, ast.Import):
-            found.update(a.name.split(".")[1] for a in n.names
-                         if a.name.startswith("lab."))
+            found.update(a.name for a in n.names if a.name.split(".")[0] == "lab")
     return found
 
 
+def import_graph():
+    """{module: the lab modules it imports} of every module of lab/."""
+    return {name: imported(name) for name in FILES}
+
+
+def find_cycle(graph):
+    """A cycle of the graph as [a, b, ..., a], or None."""
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = "open"
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == "open":
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        state[n] = "done"
+        stack.pop()
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
 def test_imported_sees_relative_imports():
-    assert {"build", "results", "run"} <= imported("testboot")
-    assert "tally" in imported("harden")
+    assert {"lab.build", "lab.results", "lab.run"} <= imported("lab.testboot")
+    assert "lab.tally" in imported("lab.harden")
+    assert "lab.source" in imported("lab.build")        # inside a function
+    assert "lab.report" in imported("lab.here")         # inside a function
+
+
+def test_find_cycle_sees_a_circle_through_a_function_import():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_every_import_names_a_lab_module():
+    graph = import_graph()
+    unknown = sorted(f"{a} -> {b}" for a, deps in graph.items() for b in deps
+                     if b not in FILES)
+    assert not unknown, unknown
+
+
+def test_the_import_graph_has_no_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 def test_harden_and_testcmd_do_not_import_each_other():
-    assert "testcmd" not in imported("harden")
-    assert "harden" not in imported("testcmd")
+    assert "lab.testcmd" not in imported("lab.harden")
+    assert "lab.harden" not in imported("lab.testcmd")
 
 
 def test_fresh_copies_the_machines_ca_certificates(tmp_path, monkeypatch):

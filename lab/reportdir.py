@@ -1,0 +1,40 @@
+"""Reportdir: 'lab report DIR', the report of a bench directory again.
+
+DIR is a directory 'lab bench' wrote (runs.json, and boots.json for the
+boot table), e.g. one copied back from another machine, or the directory
+run-here.sh wrote on a machine of its own (bench.log and host.txt, which
+here.collect() turns into runs.json).  The report is made with this lab's
+report code (report.py) and workload table (workloads.py).  Both bench.py
+and here.py are below this module, so neither imports the other.
+"""
+
+import json
+
+from . import config, here, report
+from .bench import in_series
+from .util import LabError
+from .workloads import BY_NAME, WORKLOADS
+
+
+def report_dir(outdir):
+    """'lab report DIR': the report of a bench directory's runs.json again
+    (with this lab's report code), e.g. of runs copied back from another
+    machine, or of the directory run-here.sh wrote (here.collect())."""
+    f = outdir / "runs.json"
+    if (outdir / "bench.log").exists() and (outdir / "host.txt").exists():
+        runs = here.collect(outdir)      # run-here.sh's output; writes runs.json
+    elif not f.exists():
+        raise LabError(f"{f} not found: a bench directory holds runs.json, and "
+                       "run-here.sh's holds bench.log and host.txt")
+    else:
+        runs = json.loads(f.read_text())
+    names = {r["workload"] for r in runs}
+    unknown = sorted(names - set(BY_NAME))
+    if unknown:
+        raise LabError(f"{f} has runs of workloads this lab does not know: "
+                       f"{', '.join(unknown)}")
+    chosen = [w for w in WORKLOADS if w.name in names]
+    arches = [a for a in config.ARCHES if any(r["arch"] == a for r in runs)]
+    b = outdir / "boots.json"
+    boots = json.loads(b.read_text()) if b.exists() else None
+    return report.write(outdir, runs, chosen, arches, in_series, boots)

@@ -1,0 +1,369 @@
+"""Workloads: what 'lab bench' runs in the guest, and the plan that runs it.
+
+Each Workload is one program of the bench (a seed's workload, or a variant
+of one) with its modes (switch settings), its setup, its full and --quick
+scale, what the report shows of it (metrics, the seed's figures) and the
+kernel functions counted in its probe runs (Mechanism).  plan() makes the
+guest plan of a boot from them.  'lab bench' (bench.py) boots the plans and
+judges the runs; 'lab bench --bundle' (here.py) writes the same plan for a
+machine of its own; 'lab profile' (profile.py) runs one workload.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Mechanism:
+    """A kernel function whose calls show what a series changes, counted
+    with a kprobe event (lab_kprobe) in the probe runs (PROBE_REP) only.
+
+    limit(run) is what a perfect batch would reach with the switch on
+    (None: no such figure); arches are the arches that have the function."""
+    label: str
+    function: str
+    arches: tuple
+    limit: object = None
+    key: str = ""        # the kprobe event's name, if not the function's
+
+    @property
+    def event(self):
+        return self.key or self.function.lstrip("_")
+
+
+# contpte blocks are unfolded and refolded when a range covers part of one;
+# a batch that moves or clears whole blocks needs neither
+UNFOLD = Mechanism("contpte unfolds: __contpte_try_unfold() calls",
+                   "__contpte_try_unfold", ("arm64",), lambda r: 0)
+FOLD = Mechanism("contpte folds: __contpte_try_fold() calls",
+                 "__contpte_try_fold", ("arm64",), lambda r: 0)
+# the young-bit helpers of arm64, per PTE (6.12) and per batch (the series)
+YOUNG = [Mechanism("young, per PTE: contpte_ptep_clear_flush_young() calls",
+                   "contpte_ptep_clear_flush_young", ("arm64",)),
+         Mechanism("young, per PTE: contpte_ptep_test_and_clear_young() calls",
+                   "contpte_ptep_test_and_clear_young", ("arm64",)),
+         Mechanism("young, per batch: contpte_clear_flush_young_ptes() calls",
+                   "contpte_clear_flush_young_ptes", ("arm64",)),
+         Mechanism("young, per batch: contpte_test_and_clear_young_ptes() calls",
+                   "contpte_test_and_clear_young_ptes", ("arm64",))]
+# x86 flushes at once per unmapped PTE unless it defers to the batch
+X86_FLUSH = [Mechanism("TLB flushes: flush_tlb_mm_range() calls",
+                       "flush_tlb_mm_range", ("x86_64",)),
+             Mechanism("deferred TLB flushes: arch_tlbbatch_flush() calls",
+                       "arch_tlbbatch_flush", ("x86_64",))]
+# reclaim flushes once before writing a batch of up to a folio_batch (31)
+# dirty folios; with 4 kB folios, one flush per 31 pages swapped out
+DIRTY_FLUSH = Mechanism("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
+                        "try_to_unmap_flush_dirty", ("x86_64", "arm64"),
+                        lambda r: math.ceil(r.get("vmstat", {}).get("pswpout", 0) / 31),
+                        key="flushdirty")
+RECLAIM_MECHANISMS = [UNFOLD] + YOUNG + X86_FLUSH
+
+
+@dataclass
+class Histogram:
+    """A traced event whose numeric fields are counted per value in the
+    probe runs (lab_hist): a tracepoint, or a kprobe defined with fetch
+    arguments (kprobe: "function name=fetcharg...")."""
+    event: str                    # group/name
+    kprobe: str = ""
+
+    @property
+    def name(self):
+        return self.event.split("/")[1]
+
+
+# The dirty-reclaim batch at its flush: shrink_pageout_batch(pb) with
+# pb->nr (after the two-pointer list head); each reclaimed list: the
+# folios shrink_folio_list() was given (nr_scanned) and what became of them.
+PAGEOUT_BATCH = Histogram("labh/pobatch", "shrink_pageout_batch nr=+16($arg1):u32")
+RECLAIM_LISTS = Histogram("vmscan/mm_vmscan_lru_shrink_inactive")
+BATCH_HISTOGRAMS = [PAGEOUT_BATCH, RECLAIM_LISTS]
+
+
+@dataclass
+class Workload:
+    name: str
+    what: str                     # one line for the report
+    modes: dict                   # mode -> {switch: 0|1}
+    setup: str                    # guest shell run before each measured run
+    argv: list                    # full scale
+    quick: list                   # --quick scale
+    scale: str                    # human description of the full scale
+    quick_scale: str
+    seed: str = ""                # the seed's figure for the same metric
+    # (label, source, key[, compare]): source is metrics, vmstat, irq or mthp;
+    # compare=False keeps a counter out of the switch-off-equals-stock check
+    metrics: list = field(default_factory=list)
+    # kernel functions counted in the probe runs (the mechanism table)
+    mechanisms: list = field(default_factory=list)
+    # the seed's time with everything on against off, per arch, for the
+    # summary chart (None where the seed gives no time figure)
+    seed_ratio: dict = field(default_factory=dict)
+    # run.boot() arguments that differ from bench.boot_args() (e.g. cpus):
+    # such a workload gets boots of its own
+    boot: dict = field(default_factory=dict)
+    # the arches the workload runs on (empty: every arch)
+    arches: tuple = ()
+    # traced events counted per value in the probe runs (the batch table)
+    histograms: list = field(default_factory=list)
+
+    def runs_on(self, arch_name):
+        return not self.arches or arch_name in self.arches
+
+    def switches(self):
+        return sorted({s for m in self.modes.values() for s in m})
+
+
+def _onoff(switch, **others):
+    return {"off": {switch: 0, **others}, "on": {switch: 1, **others}}
+
+
+# dirty-reclaim(-1w): classic LRU, 4 kB pages, swap on the RAM disk; reclaim's
+# TLB flushes before writeback are counted in the probe runs (DIRTY_FLUSH)
+DIRTY_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
+               "lab_ramswap")
+# the workloads with several workers: every count follows the run's timing
+# (which folios the thrashing workers get reclaimed): shown, not compared
+# with stock
+DIRTY_METRICS = [
+    ("TLB shootdowns (x86)", "irq", "TLB", False),
+    ("function-call IPIs (x86)", "irq", "CAL", False),
+    ("IPI1 function call (arm64)", "irq", "IPI1", False),
+    ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
+    ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
+    ("pswpout", "vmstat", "pswpout", False),
+    ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns", False)]
+# fault-latency: classic LRU, 4 kB pages, swap on zram; the toucher's fault
+# latencies follow the run's timing (which of its pages reclaim takes, and
+# when): shown, not compared with stock
+FAULTLAT_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
+                  "lab_zramswap")
+FAULTLAT_METRICS = [
+    ("page-fault latency p50 (ns, instruction-time)", "metrics", "fault_p50_ns", False),
+    ("page-fault latency p90 (ns, instruction-time)", "metrics", "fault_p90_ns", False),
+    ("page-fault latency p99 (ns, instruction-time)", "metrics", "fault_p99_ns", False),
+    ("page-fault latency max (ns, instruction-time)", "metrics", "fault_max_ns", False),
+    ("timed faults", "metrics", "faults", False),
+    ("pswpin", "vmstat", "pswpin", False),
+    ("pswpout", "vmstat", "pswpout", False)]
+MREMAP_SEED = "arm64 M3: 1.9 s -> 1.2 s (-37%); no regression with small folios"
+# the mremap() calls alone, timed around each call in the guest program
+# (a time, with its own spread: shown, not held to the counters' 1% in the
+# switch-off-against-stock check, which the whole loop's time makes)
+MREMAP_CALLS = ("mremap() calls alone (ns, instruction-time)", "metrics", "mremap_ns",
+                False)
+# seed 000's file-reclaim modes: each switch alone and both
+FILE_MODES = {"off": {"referenced_batch": 0, "unmap_batch": 0},
+              "referenced": {"referenced_batch": 1, "unmap_batch": 0},
+              "unmap": {"referenced_batch": 0, "unmap_batch": 1},
+              "on": {"referenced_batch": 1, "unmap_batch": 1}}
+FILE_METRICS = [("pgsteal_file", "vmstat", "pgsteal_file"),
+                ("pgscan_file", "vmstat", "pgscan_file")]
+
+
+def _pte2m(name, what, mechanisms, **kw):
+    """A file-reclaim workload whose page cache holds 2 MB folios, mapped
+    by PTEs (filereclaim pte2m), classic LRU."""
+    return Workload(name, what, FILE_MODES, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
+                    ["/lab/bench/filereclaim", "1024", "80", "pte2m"],
+                    ["/lab/bench/filereclaim", "256", "80", "pte2m"],
+                    "1 GiB file in 2 MB folios, 80% reclaimed",
+                    "256 MiB file in 2 MB folios, 80% reclaimed", "",
+                    FILE_METRICS +
+                    [("2 MB file folios before reclaim (kB)", "metrics", "file_thp_kb"),
+                     ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
+                    mechanisms, **kw)
+
+
+WORKLOADS = [
+    Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
+             _onoff("pt_reclaim"), "lab_thp_only none",
+             ["/lab/bench/ptreclaim", "4096"], ["/lab/bench/ptreclaim", "1024"],
+             "4096 regions of 2 MB", "1024 regions of 2 MB",
+             "VmPTE 102640 kB -> 240 kB (25600 regions)",
+             [("VmPTE after (kB)", "metrics", "vmpte_after_kb"),
+              ("function-call IPIs (x86)", "irq", "CAL", False),
+              ("TLB shootdowns (x86)", "irq", "TLB", False),
+              ("IPI1 function call (arm64)", "irq", "IPI1", False)]),
+    Workload("mremap-64k", "seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
+             _onoff("mremap_batch"), "lab_thp_only 64kB",
+             ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
+             "10000 iterations", "1000 iterations", MREMAP_SEED,
+             [MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+             [UNFOLD, FOLD], {"arm64": 1.2 / 1.9}),
+    Workload("mremap-4k", "seed 001 program with 4 KB pages only",
+             _onoff("mremap_batch"), "lab_thp_only none",
+             ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
+             "10000 iterations", "1000 iterations", "no regression", [MREMAP_CALLS]),
+    Workload("mremap-2m", "seed 001 program on 2 MB, PMD-mapped THP",
+             _onoff("mremap_batch"), "lab_thp_only 2048kB",
+             ["/lab/bench/mremap", "2048", "5000"], ["/lab/bench/mremap", "2048", "500"],
+             "5000 iterations", "500 iterations", "no regression",
+             [MREMAP_CALLS, ("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
+    Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
+             _onoff("mremap_batch"), "lab_thp_only none",
+             ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
+              "--timeout", "0", "--quiet"],
+             ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "1000",
+              "--timeout", "0", "--quiet"],
+             "4000 bogo ops", "1000 bogo ops",
+             "x86: -37% bigheap throughput before the pte_batch_hint() fix"),
+    Workload("file-reclaim", "seed 000: map clean XFS large folios in a memcg, "
+             "memory.reclaim 80%",
+             FILE_MODES, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
+             ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
+             "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
+             "young batching -33% arm64 / -10% x86; batched unmap -75% arm64 / -50% x86",
+             FILE_METRICS,
+             RECLAIM_MECHANISMS,
+             # 1.518 s -> 1.018 s -> 0.249 s (arm64); -10% then -50% (x86)
+             {"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
+    _pte2m("file-reclaim-pte2m", "seed 000 with 2 MB file folios mapped by PTEs, "
+           "on the default CPU", RECLAIM_MECHANISMS),
+    _pte2m("file-reclaim-pte2m-a72", "seed 000 on a CPU without range TLBI "
+           "(QEMU -cpu cortex-a72): 2 MB file folios mapped by PTEs, so that a "
+           "young or unmap batch covers 512 PTEs, the size at which arm64 "
+           "invalidates the whole ASID (flush_tlb_mm()) instead of page by page",
+           [UNFOLD] + YOUNG, boot={"cpu": "cortex-a72"}, arches=("arm64",)),
+    Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
+             # off is every batching off, so that it compares with stock;
+             # young batching with MGLRU is the rmap walk's run handed to
+             # the look-around (referenced_batch) and the look-around
+             # window and aging walk (mglru_young_batch)
+             {"off": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 0},
+              "young": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 0},
+              "unmap": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 1},
+              "on": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 1}},
+             "lab_sysfs /sys/kernel/mm/lru_gen/enabled y",
+             ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
+             "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
+             "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
+             FILE_METRICS,
+             RECLAIM_MECHANISMS, {"arm64": 0.180 / 0.470, "x86_64": 0.85}),
+    Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg whose memory.high is a "
+             "quarter of its working set, swap on a RAM disk",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+             ["/lab/bench/dirtyreclaim", "2", "512", "400"],
+             ["/lab/bench/dirtyreclaim", "2", "256", "100"],
+             "2 workers, 512 MB, memory.high 128 MB, 400 ops in all",
+             "2 workers, 256 MB, memory.high 64 MB, 100 ops in all",
+             "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
+             DIRTY_METRICS,
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+    Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
+             "exactly, so the measured phase is the worker's CPU time "
+             "(instructions, throttling sleeps excluded)",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+             ["/lab/bench/dirtyreclaim", "1", "256", "200", "cpu"],
+             ["/lab/bench/dirtyreclaim", "1", "128", "100", "cpu"],
+             "1 worker, 256 MB, memory.high 64 MB, 200 ops",
+             "1 worker, 128 MB, memory.high 32 MB, 100 ops",
+             "bogo ops/s +26.9% (16 workers)",
+             [("pswpout", "vmstat", "pswpout"),
+              ("elapsed instruction-time (ns, throttling included)", "metrics",
+               "elapsed_ns", False),
+              ("TLB shootdowns (x86)", "irq", "TLB", False),
+              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+    Workload("dirty-reclaim-8cpu", "seed 002 at 8 vCPUs, one stress-ng --vm worker per "
+             "vCPU: under -icount the vCPUs take turns on one host thread, so every "
+             "remote CPU's flush and IPI handler is counted in instruction-time",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+             # stress-ng shares --vm-ops (and --vm-bytes) among its
+             # workers: 25 ops for 8 workers faulted 70 MB and swapped nothing
+             ["/lab/bench/dirtyreclaim", "8", "512", "800"],
+             ["/lab/bench/dirtyreclaim", "8", "256", "200"],
+             "8 workers, 512 MB, memory.high 128 MB, 800 ops",
+             "8 workers, 256 MB, memory.high 64 MB, 200 ops",
+             "16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
+             "-57.4%",
+             DIRTY_METRICS,
+             [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS),
+    Workload("fault-latency", "seed 002's risk: one thread dirties anonymous memory in a "
+             "memcg whose memory.high is a quarter of it, swap on zram, while another "
+             "times each store to one of its own pages that reclaim swapped out",
+             _onoff("reclaim_tlb_batch"), FAULTLAT_SETUP,
+             ["/lab/bench/faultlat", "256", "16", "64", "2"],
+             ["/lab/bench/faultlat", "64", "4", "16", "2"],
+             "256 MB dirtied twice, memory.high 64 MB, 16 MB touched",
+             "64 MB dirtied twice, memory.high 16 MB, 4 MB touched",
+             "not measured upstream (seed 002 holds up to 31 folio locks "
+             "across pageout)",
+             FAULTLAT_METRICS,
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+]
+BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+def kprobe_lines(workloads, arch_name):
+    """lab_kprobe lines for the mechanisms of the workloads on an arch."""
+    seen = {}
+    for w in workloads:
+        for m in w.mechanisms:
+            if arch_name in m.arches:
+                seen.setdefault(m.event, m.function)
+    return [f"lab_kprobe {e} {f}" for e, f in seen.items()]
+
+
+# The rep number of a probe run: the mechanisms' kprobes are armed only in
+# these runs, which the report keeps out of every time and counter figure
+# (a hit costs the probe's trap, hundreds of instructions).
+PROBE_REP = -1
+
+
+def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None):
+    """The guest plan; only_mode runs one mode of each patched workload.
+    With arch_name, each workload and mode then runs once more as a probe
+    run (rep PROBE_REP) with the kprobes of that arch's mechanisms armed."""
+    lines = [". /lab/lib.sh", "swapon -s >/dev/null 2>&1", "cd /tmp"]
+    probes = kprobe_lines(workloads, arch_name) if arch_name else []
+    if probes:
+        lines += probes + ["lab_kprobes_arm 0"]
+    hists = {h.event: h for w in workloads for h in w.histograms} if arch_name else {}
+    for h in hists.values():
+        lines.append(f"lab_hist {h.event} '{h.kprobe}'" if h.kprobe else
+                     f"lab_hist {h.event}")
+
+    def modes_of(w):
+        modes = list(w.modes) if flavour == "patched" else ["stock"]
+        return [only_mode] if only_mode and flavour == "patched" else modes
+
+    def one(w, m, r):
+        argv = " ".join(w.quick if quick else w.argv)
+        lines.append(w.setup)
+        if flavour == "patched":
+            for sw, v in sorted(w.modes[m].items()):
+                lines.append(f"lab_switch {sw} {v}")
+        lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+        traced = r == PROBE_REP and w.histograms and hists
+        if traced:
+            lines.append("lab_hist_start")
+        lines.append(f"lab_bench {w.name} {m} {r} -- {argv}")
+        if traced:
+            lines.append(f"lab_hist_dump {w.name} {m} {r}")
+
+    def reset():
+        if flavour == "patched":
+            for sw in sorted({s for w in workloads for s in w.switches()}):
+                lines.append(f"lab_switch {sw} 1")
+
+    for r in range(rep0, rep0 + reps):
+        for w in workloads:
+            modes = modes_of(w)
+            if r % 2:
+                modes.reverse()
+            for m in modes:
+                one(w, m, r)
+        reset()
+    if (probes or hists) and rep0 == 0:
+        if probes:
+            lines.append("lab_kprobes_arm 1")
+        for w in workloads:
+            if any(arch_name in mech.arches for mech in w.mechanisms) or w.histograms:
+                for m in modes_of(w):
+                    one(w, m, PROBE_REP)
+        if probes:
+            lines.append("lab_kprobes_arm 0")
+        reset()
+    return "\n".join(lines) + "\nexit 0\n"
