@@ -1,5 +1,5 @@
 #!/bin/sh
-# foliobatch lab: the load of 'lab harden' (lab/harden.py reads its output).
+# foliobatch lab: the load of 'lab harden' (lab/commands/harden.py reads its output).
 #
 #   /lab/harden.sh SECONDS ROUND_SECONDS
 #

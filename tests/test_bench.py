@@ -3,7 +3,9 @@
 import json
 from pathlib import Path
 
-from lab import bench, report, run, workloads
+from lab.commands import bench
+from lab.guest import run, workloads
+from lab.outputs import report
 
 
 def test_plan_alternates_mode_order_and_sets_switches():
@@ -99,7 +101,7 @@ def test_report_writes_markdown_html_and_png(tmp_path):
 
 
 def test_kprobe_counts_are_a_source_like_vmstat():
-    from lab import report
+    from lab.outputs import report
     rec = {"metrics": {}, "total_ns": 1, "kprobe": {"flushdirty": 7}}
     assert report._value(rec, "kprobe", "flushdirty") == 7
     assert report._value({"metrics": {}, "total_ns": 1}, "kprobe", "flushdirty") == 0
@@ -230,7 +232,7 @@ def test_the_cortex_a72_workload_boots_that_cpu_on_arm64_only(tmp_path, monkeypa
 
 def test_bench_refuses_a_named_workload_of_no_chosen_arch():
     import pytest
-    from lab.util import LabError
+    from lab.core.util import LabError
     with pytest.raises(LabError, match="not a workload for x86_64"):
         bench.main(["x86_64"], ["file-reclaim-pte2m-a72"], quick=True)
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import bench, report, reportdir, run, workloads
+from lab.commands import bench, reportdir
+from lab.guest import run, workloads
+from lab.outputs import report
 
 REPO = Path(__file__).resolve().parent.parent
 SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from lab import config, suites
+from lab.core import config
+from lab.guest import suites
 
 def defaults(arch_name):
     return ",".join(f"{s}={v}" for s, v in config.SWITCH_DEFAULTS[arch_name].items())

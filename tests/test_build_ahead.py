@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from lab import build
-from lab.util import LabError
+from lab.core.util import LabError
+from lab.kernel import build
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ import os
 
 import pytest
 
-from lab import cache, config, run, testcmd
+from lab.commands import test as testcmd
+from lab.core import config
+from lab.guest import cache, run
 
 ARGS = {"arch": "x86_64", "variant": "default", "flavour": "stock", "mem_mb": 2048,
         "cpus": 2, "append": "", "timeout": 3600, "qemu": "QEMU emulator version 7.2",

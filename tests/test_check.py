@@ -8,9 +8,11 @@ import re
 
 import pytest
 
-from lab import build, check, cli, config, deps
-from lab.tally import Tally
-from lab.util import LabError
+from lab import cli
+from lab.core import config, deps
+from lab.core.tally import Tally
+from lab.core.util import LabError
+from lab.kernel import build, check
 
 STOCK_LOG = """\
   CC      mm/rmap.o
@@ -579,7 +581,8 @@ def test_quick_and_whole_builds_have_different_stored_verdicts(monkeypatch):
 
 
 def test_lab_test_runs_the_ci_leaves_unless_told_not_to(monkeypatch, tmp_path):
-    from lab import export, harden, testcmd
+    from lab.commands import harden, test as testcmd
+    from lab.kernel import export
     ran = []
     monkeypatch.setattr(testcmd, "main", lambda *a, **k: None)
     monkeypatch.setattr(export, "test_row", lambda tally: None)

@@ -2,8 +2,10 @@
 
 import pytest
 
-from lab import build, config, image, suites
-from lab.util import LabError
+from lab.core import config
+from lab.core.util import LabError
+from lab.guest import image, suites
+from lab.kernel import build
 
 
 def test_fragment_parse(tmp_path):

@@ -1,7 +1,7 @@
-"""Host unit tests of lab/deps.py: every program the lab runs has a package.
+"""Host unit tests of lab/core/deps.py: every program the lab runs has a package.
 
 The lab runs host programs through util.run()/util.out() and subprocess.
-This scans lab/*.py for such calls whose command is a list literal (or a
+This scans lab/**/*.py for such calls whose command is a list literal (or a
 list literal + something, or a local name bound to one) starting with a
 string constant, and checks each program against deps.COMMANDS and
 deps.ESSENTIAL.  Commands built elsewhere (the QEMU binary and the cross
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import config, deps
+from lab.core import config, deps
 
-LAB = Path(deps.__file__).resolve().parent
+LAB = Path(deps.__file__).resolve().parent.parent     # lab/core/deps.py
 RUNNERS = {"run", "out", "call", "check_call", "check_output", "Popen"}
 
 
@@ -76,9 +76,10 @@ def programs(path):
 
 def lab_programs():
     found = {}
-    for path in sorted(LAB.glob("*.py")):
+    for path in sorted(LAB.rglob("*.py")):
         for prog, lines in programs(path).items():
-            found.setdefault(prog, []).extend(f"{path.name}:{l}" for l in sorted(lines))
+            found.setdefault(prog, []).extend(f"{path.relative_to(LAB)}:{l}"
+                                              for l in sorted(lines))
     return found
 
 
@@ -107,7 +108,7 @@ def test_every_program_the_lab_runs_has_a_package():
     unknown = {prog: where for prog, where in lab_programs().items()
                if prog not in deps.COMMANDS and prog not in deps.ESSENTIAL}
     assert not unknown, (
-        "programs run by the lab without a Debian package in lab/deps.py "
+        "programs run by the lab without a Debian package in lab/core/deps.py "
         "(add them to COMMANDS, or to ESSENTIAL if their package is "
         f"Essential): {unknown}")
 

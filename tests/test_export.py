@@ -4,8 +4,10 @@ run against the real source is the row export/debian-quilt of 'lab test'."""
 
 import pytest
 
-from lab import cli, config, export, source
-from lab.util import LabError
+from lab import cli
+from lab.core import config
+from lab.core.util import LabError
+from lab.kernel import export, source
 
 KCONFIG_PATCH = """\
 +config ARCH_SUPPORTS_PT_RECLAIM

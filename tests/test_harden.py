@@ -1,6 +1,6 @@
 """Host unit tests of 'lab harden': the load's output and its verdicts."""
 
-from lab import harden
+from lab.commands import harden
 
 CONSOLE = """\
 LAB-READY: 6.12.117-patched 2 cpus MemTotal: 2000000 kB

@@ -9,8 +9,11 @@ import subprocess
 
 import pytest
 
-from lab import config, here, report, workloads
-from lab.util import LabError
+from lab.commands import here
+from lab.core import config
+from lab.core.util import LabError
+from lab.guest import workloads
+from lab.outputs import report
 
 SCRIPT = config.GUEST / "run-here.sh"
 

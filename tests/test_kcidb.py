@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from lab import cli, kcidb
-from lab.util import LabError
+from lab import cli
+from lab.core.util import LabError
+from lab.outputs import kcidb
 
 ROWS = [
     ("pass", "host/tests.test_deps.test_x", ""),
@@ -102,7 +103,8 @@ def test_write_and_the_command_line(tmp_path, monkeypatch):
     assert kcidb.write(ROWS, out) == (6, 8)
     kcidb.validate(json.loads(out.read_text()))
     seen = []
-    from lab import check, export, harden, testcmd
+    from lab.commands import harden, test as testcmd
+    from lab.kernel import check, export
     monkeypatch.setattr(testcmd, "main", lambda tally, *a, **k: tally.rows.extend(ROWS))
     monkeypatch.setattr(harden, "short_form", lambda *a: None)
     monkeypatch.setattr(check, "ci_form", lambda *a, **k: None)

@@ -7,7 +7,9 @@ too still fails when patched prints a failure line stock did not."""
 
 import subprocess
 
-from lab import config, results, suites, testcmd
+from lab.commands import test as testcmd
+from lab.core import config
+from lab.guest import results, suites
 
 KNOWN = ("Testing events on anon... ERROR: UFFDIO_COPY error: -2 "
          "(errno=2, @uffd-common.c:617)")

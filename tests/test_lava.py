@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from lab import lava
-from lab.util import LabError
+from lab.core.util import LabError
+from lab.outputs import lava
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
@@ -50,7 +50,7 @@ def test_the_monitor_reads_the_plans_ktap_lines():
 
 
 def test_lava_run_log_gives_the_job_result_and_the_monitor_cases():
-    from lab import lavarun
+    from lab.commands import lavarun
     log = "\n".join([
         '{"dt": "t", "lvl": "target", "msg": "ok 1 sanity"}',
         '{"dt": "t", "lvl": "results", "msg": {"case": "sanity", "definition": '

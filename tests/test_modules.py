@@ -1,7 +1,7 @@
 """Host unit tests of the lab's module structure: each module imports on its
-own, the lab's imports have no cycle, and 'lab test' and 'lab harden' do
-not import each other (what both use lives in tally, testboot and
-suites)."""
+own, the lab's imports have no cycle and follow the layers of its
+packages, and 'lab test' and 'lab harden' do not import each other (what
+both use lives in tally, testboot and suites)."""
 
 import ast
 import subprocess
@@ -89,10 +89,12 @@ def find_cycle(graph):
 
 
 def test_imported_sees_relative_imports():
-    assert {"lab.build", "lab.results", "lab.run"} <= imported("lab.testboot")
-    assert "lab.tally" in imported("lab.harden")
-    assert "lab.source" in imported("lab.build")        # inside a function
-    assert "lab.report" in imported("lab.here")         # inside a function
+    assert {"lab.kernel.build", "lab.guest.results", "lab.guest.run"} <= \
+        imported("lab.guest.testboot")
+    assert "lab.core.tally" in imported("lab.commands.harden")
+    assert "lab.kernel.source" in imported("lab.kernel.build")        # in a function
+    assert "lab.outputs.report" in imported("lab.commands.here")      # in a function
+    assert "lab.cli" in imported("lab.__main__")
 
 
 def test_find_cycle_sees_a_circle_through_a_function_import():
@@ -112,13 +114,57 @@ def test_the_import_graph_has_no_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+# The layers, bottom first: a module imports from its own package or from
+# a package before it, never from one after it.  Outputs (the report, KCIDB
+# I/O, LAVA jobs) are what the commands write: they may use kernels and
+# guests, and the commands import them, not the other way round.
+LAYERS = ("core", "kernel", "guest", "outputs", "commands", "cli")
+# lab itself (its docstring) and 'python3 -m lab', above every layer
+TOP = ("lab", "lab.__main__")
+
+
+def layer(name):
+    """The layer of a lab module (len(LAYERS) for the top), or None."""
+    if name in TOP:
+        return len(LAYERS)
+    package = name.split(".")[1]
+    return LAYERS.index(package) if package in LAYERS else None
+
+
+def layer_problems(graph):
+    """The modules of no layer, and each import that goes up a layer."""
+    problems = [f"{a} is in no layer of {LAYERS}" for a in sorted(graph)
+                if layer(a) is None]
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            la, lb = layer(a), layer(b)
+            if None not in (la, lb) and lb > la:
+                problems.append(f"{a} ({LAYERS[la]}) imports {b} "
+                                f"({LAYERS[lb] if lb < len(LAYERS) else 'top'})")
+    return problems
+
+
+def test_layer_problems_names_the_edge_that_goes_up():
+    graph = {"lab.guest.run": {"lab.core.util", "lab.commands.bench"},
+             "lab.commands.bench": {"lab.guest.run"}, "lab.core.util": set(),
+             "lab.stray": set()}
+    assert layer_problems(graph) == [
+        "lab.stray is in no layer of " + str(LAYERS),
+        "lab.guest.run (guest) imports lab.commands.bench (commands)"]
+
+
+def test_imports_follow_the_layers():
+    problems = layer_problems(import_graph())
+    assert not problems, "imports against the layers:\n" + "\n".join(problems)
+
+
 def test_harden_and_testcmd_do_not_import_each_other():
-    assert "lab.testcmd" not in imported("lab.harden")
-    assert "lab.harden" not in imported("lab.testcmd")
+    assert "lab.commands.test" not in imported("lab.commands.harden")
+    assert "lab.commands.harden" not in imported("lab.commands.test")
 
 
 def test_fresh_copies_the_machines_ca_certificates(tmp_path, monkeypatch):
-    from lab import fresh
+    from lab.commands import fresh
     cas = tmp_path / "cas"
     cas.mkdir()
     (cas / "proxy.crt").write_text("cert\n")

@@ -1,6 +1,6 @@
-"""Host unit tests of lab/profile.py: block counts -> functions -> diff."""
+"""Host unit tests of lab/commands/profile.py: block counts -> functions -> diff."""
 
-from lab import profile
+from lab.commands import profile
 
 STARTS = [0x1000, 0x1100, 0x1200]
 NAMES = ["alpha", "beta", "gamma"]

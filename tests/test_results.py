@@ -1,6 +1,6 @@
 """Host unit tests of the KTAP parser and the console scan."""
 
-from lab import results
+from lab.guest import results
 
 CONSOLE = """\
 [    0.000000] Linux version 6.12.117-patched

@@ -5,9 +5,12 @@ import threading
 
 import pytest
 
-from lab import build, deps, source, suites, testcmd
-from lab.tally import Tally
-from lab.util import LabError
+from lab.commands import test as testcmd
+from lab.core import deps
+from lab.core.tally import Tally
+from lab.core.util import LabError
+from lab.guest import suites
+from lab.kernel import build, source
 
 
 @pytest.fixture

@@ -8,9 +8,12 @@ import sys
 
 import pytest
 
-from lab import build, config, harden, image, results, run, suites, testcmd
-from lab.tally import Tally
-from lab.testboot import boot_problems
+from lab.commands import harden, test as testcmd
+from lab.core import config
+from lab.core.tally import Tally
+from lab.guest import image, results, run, suites
+from lab.guest.testboot import boot_problems
+from lab.kernel import build
 
 from test_cache import PLAN, fake_boot, inputs, stock_inputs  # noqa: F401 (fixture)
 from test_testcmd import quiet  # noqa: F401 (fixture)
@@ -306,7 +309,10 @@ def test_lab_test_exits_non_zero_when_an_arch_dies(tmp_path):
     code = f"""
 import sys
 sys.path.insert(0, {str(config.REPO)!r})
-from lab import build, cli, deps, source, testcmd, export, harden, check
+from lab import cli
+from lab.commands import harden, test as testcmd
+from lab.core import deps
+from lab.kernel import build, check, export, source
 deps.check = lambda: None
 source.apply = lambda: None
 build.build_ahead = lambda kernels: None
@@ -331,7 +337,8 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
     import threading
     from types import SimpleNamespace
 
-    from lab import check, cli, export
+    from lab import cli
+    from lab.kernel import check, export
 
     monkeypatch.setattr(config, "WORK", tmp_path)
     monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: tally.add("pass", "x/y"))

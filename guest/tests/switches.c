@@ -91,7 +91,7 @@ static int fb_index(const char *name)
  *
  * The lab computes the values from the kernel command line it boots with
  * and the switches' defaults, and passes them in LAB_EXPECT_SWITCHES as
- * "<name>=<0|1>,..." naming every switch exactly once (lab/suites.py
+ * "<name>=<0|1>,..." naming every switch exactly once (lab/guest/suites.py
  * expected_switches()).  Nothing is derived from /proc/cmdline here: a
  * parameter that never reached the kernel must show as a mismatch.
  *

@@ -1,14 +1,15 @@
 """Testboot: one boot of a built kernel with a test plan, and what fails it.
 
-Shared by 'lab test' (testcmd) and 'lab harden': the boot prints the plan's
-progress lines, and a boot fails when it never reaches the plan, never
-finishes, its console shows a kernel report (results.REPORTS), or the
+Shared by 'lab test' (commands/test.py) and 'lab harden': the boot prints
+the plan's progress lines, and a boot fails when it never reaches the plan,
+never finishes, its console shows a kernel report (results.REPORTS), or the
 guest's /init says the lab's own set-up failed (a LAB-ERROR line: the XFS
 disk did not mount, swap did not come up, no plan).
 """
 
-from . import build, results, run
-from .util import say
+from ..core.util import say
+from ..kernel import build
+from . import results, run
 
 
 def echo_progress(prefix):

@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent     # lab/core/config.py
 WORK = Path(os.environ.get("FOLIOBATCH_WORK", REPO / "work"))
 
 # The pinned source: Debian's linux-source-6.12 package.

@@ -11,8 +11,8 @@ import re
 import shutil
 from pathlib import Path
 
-from . import config
-from .util import LabError, out, run, say, warn
+from ..core import config
+from ..core.util import LabError, out, run, say, warn
 
 BASE_TAG = "base"
 EXCLUDES = ["/out-*/", "/.lab-*"]
@@ -53,7 +53,7 @@ def download():
         warn("*" * 70)
         warn(f"pinned {config.SOURCE_PACKAGE} {version} is no longer served;")
         warn(f"using the newest one, {newest}. Results are NOT comparable with")
-        warn("the pinned runs. Update SOURCE_VERSION in lab/config.py.")
+        warn("the pinned runs. Update SOURCE_VERSION in lab/core/config.py.")
         warn("*" * 70)
         version = newest
     run(["apt-get", "download", f"{config.SOURCE_PACKAGE}={version}"], cwd=dl)

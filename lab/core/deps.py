@@ -72,8 +72,8 @@ PACKAGES = [
 ]
 # PyPI packages that Debian 12 does not have, pinned with everything they
 # need, installed with pip --no-deps into PYLIB (not into the system's
-# Python, which Debian manages); lab/kcidb.py runs them in a python3 of
-# their own with PYTHONPATH=PYLIB.  A stamp of the requirements' hash says what is installed.
+# Python, which Debian manages); lab/outputs/kcidb.py runs them in a python3
+# of their own with PYTHONPATH=PYLIB.  A stamp of the requirements' hash says what is installed.
 PYPI_REQUIREMENTS = config.REPO / "lab" / "requirements-kcidb.txt"
 PYLIB = config.WORK / "pylib"
 # Programs from Essential packages (program -> package): always present,

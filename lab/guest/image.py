@@ -18,8 +18,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import config
-from .util import LabError, out, run, say
+from ..core import config
+from ..core.util import LabError, out, run, say
 
 # Upstream mm selftests the suites run.
 SELFTESTS = ["mremap_test", "mremap_dontunmap", "cow", "khugepaged",

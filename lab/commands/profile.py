@@ -18,9 +18,12 @@ import bisect
 import shutil
 import time
 
-from . import bench, build, config, image, run, source, workloads
-from .report import instr_time
-from .util import LabError, Timer, out, run as run_cmd, say
+from ..core import config
+from ..core.util import LabError, Timer, out, run as run_cmd, say
+from ..guest import image, run, workloads
+from ..kernel import build, source
+from ..outputs.report import instr_time
+from . import bench
 
 PLUGIN_SRC = config.REPO / "lab" / "insnprof" / "insnprof.c"
 

@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import config, image
-from .util import LabError, run, say
+from ..core import config
+from ..core.util import LabError, run, say
+from . import image
 
 READY = "LAB-READY:"
 EXIT_RE = re.compile(r"LAB-EXIT: (\d+)")

@@ -8,7 +8,8 @@ patched kernel checks the foliobatch= boot parameter.
 
 import re
 
-from . import config, image
+from ..core import config
+from . import image
 
 # Own test program -> timeout in seconds (default 600).
 OWN_TIMEOUTS = {"reclaim_batch": 2400, "reclaim_tlb": 1800}
@@ -227,7 +228,8 @@ def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
 
 # The own tests that race two threads against each other (a PTE table freed
 # or moved under a walker, a write lost under reclaim): 'lab test' runs them
-# once more in a boot with one host thread per vCPU (testcmd.RACE_ACCEL).
+# once more in a boot with one host thread per vCPU (RACE_ACCEL of
+# lab/commands/test.py).
 # program -> its kselftest_harness test names (run with -t NAME).
 RACE_TESTS = {
     "pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp", "collapse_race"),

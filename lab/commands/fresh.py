@@ -1,8 +1,8 @@
 """Fresh: run .ci/run in a clean Debian 12 root, as on a new machine.
 
 A CI run on a developer's machine sees every package that was ever
-installed by hand; a missing entry in lab/deps.py then shows only on the
-next new machine.  This makes a minimal Debian 12 root with mmdebstrap
+installed by hand; a missing entry in lab/core/deps.py then shows only on
+the next new machine.  This makes a minimal Debian 12 root with mmdebstrap
 (variant minbase: the Essential packages and apt, nothing else; the
 tarball is cached in WORK/dl), copies this machine's own CA certificates
 into it (machine_cas()), binds /proc, /sys and /dev into it, clones
@@ -20,8 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import config
-from .util import LabError, Timer, run, say
+from ..core import config
+from ..core.util import LabError, Timer, run, say
 
 SUITE = "bookworm"
 # the sources of a Debian 12 installation: the pinned linux-source-6.12 is

@@ -26,9 +26,12 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-from . import build, cache, config, deps, here, image, results, run, source, suites
-from .testboot import boot_and_parse, boot_problems
-from .util import LabError, Timer, say
+from ..core import config, deps
+from ..core.util import LabError, Timer, say
+from ..guest import cache, image, results, run, suites
+from ..guest.testboot import boot_and_parse, boot_problems
+from ..kernel import build, source
+from . import here
 
 
 def run_pytest(tally):
@@ -310,7 +313,7 @@ def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
 
 def here_check(tally, arch_name, variant):
     """run-here.sh in a guest of the patched kernel, as on a machine of its
-    own, and the report of what it wrote (lab/here.py)."""
+    own, and the report of what it wrote (lab/commands/here.py)."""
     b = boot_and_parse(arch_name, "patched", variant, here.guest_plan(arch_name),
                        "here", timeout=1800, accel=TEST_ACCEL)
     prefix = f"{arch_name}/{variant}/patched-here"

@@ -14,9 +14,10 @@ The configs:
   debian    Debian's own config (linux-config-6.12 of the source's version,
             unpacked from the .deb), plus DEBIAN_LINES, then olddefconfig;
   defconfig make defconfig;
-  lab       what lab/build.py builds (tinyconfig + configs/common.config +
-            configs/<arch>.config + configs/patched.config for patched
-            trees) with the variant's lines as one more fragment.
+  lab       what lab/kernel/build.py builds (tinyconfig +
+            configs/common.config + configs/<arch>.config +
+            configs/patched.config for patched trees) with the variant's
+            lines as one more fragment.
 Every line a variant adds is checked in the final .config (a line that did
 not stick fails the leaf).  The lab configs select nothing that selects
 CONFIG_MMU_NOTIFIER (a hidden option, on only when KVM, Xen, an IOMMU or a
@@ -99,9 +100,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import build, config, source
-from .tally import Tally
-from .util import LabError, out, run, say
+from ..core import config
+from ..core.tally import Tally
+from ..core.util import LabError, out, run, say
+from . import build, source
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ import json
 import re
 import shutil
 
-from . import config, image, source
-from .util import LabError, say
-from .workloads import BY_NAME, WORKLOADS, plan
+from ..core import config
+from ..core.util import LabError, say
+from ..guest import image
+from ..guest.workloads import BY_NAME, WORKLOADS, plan
+from ..kernel import source
 
 PLAN = "bench-plan.sh"
 # run-here.sh drops the caches through its own helper (LAB_HERE_ROOT)
@@ -225,7 +227,7 @@ def check_guest_run(text, dest):
     if want - have:
         return False, "no run that exited 0 for " + ", ".join(
             f"{w}/{m}" for w, m in sorted(want - have))
-    from . import report
+    from ..outputs import report
     ws = [BY_NAME[n] for n in GUEST_WORKLOADS]
     report.write(dest, runs, ws, [runs[0]["arch"]], lambda s: True)
     md = (dest / "report.md").read_text()

@@ -23,10 +23,13 @@ import threading
 import time
 from pathlib import Path
 
-from . import build, cache, config, image, report, results, run, source
-from .report import instr_time, spread
-from .util import LabError, Timer, say, warn
-from .workloads import BY_NAME, PROBE_REP, WORKLOADS, plan
+from ..core import config
+from ..core.util import LabError, Timer, say, warn
+from ..guest import cache, image, results, run
+from ..guest.workloads import BY_NAME, PROBE_REP, WORKLOADS, plan
+from ..kernel import build, source
+from ..outputs import report
+from ..outputs.report import instr_time, spread
 
 SPREAD_TARGET = 0.01
 # the RAM disk the dirty-reclaim workload swaps to (lab_ramswap)

@@ -16,8 +16,8 @@ import subprocess
 import threading
 import time
 
-from . import config
-from .util import LabError, Timer, run, say
+from ..core import config
+from ..core.util import LabError, Timer, run, say
 
 BUILD_ENV = {
     # Reproducible strings: keep ccache hits for init/version.c across builds.

@@ -23,10 +23,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import build, config, deps, image, results, run, source, suites
-from .tally import Tally
-from .testboot import boot_and_parse, boot_problems
-from .util import LabError, Timer, say
+from ..core import config, deps
+from ..core.tally import Tally
+from ..core.util import LabError, Timer, say
+from ..guest import image, results, run, suites
+from ..guest.testboot import boot_and_parse, boot_problems
+from ..kernel import build, source
 
 LINE_RE = re.compile(r"^(HARDEN-[A-Z]+)\s*(.*)$")
 

@@ -1,7 +1,8 @@
 """Lavarun: run the lab's LAVA qemu job here, with Debian's lava-dispatcher.
 
 'lab lava --run -a ARCH [-f FLAVOUR] [--only PROGRAMS]' checks a LAVA job
-of lab/lava.py end to end on this machine, as a LAVA worker would run it:
+of lab/outputs/lava.py end to end on this machine, as a LAVA worker would
+run it:
 
   1. a Debian 12 root in WORK/lava/root, made once from the minbase
      tarball of 'lab fresh', with Debian's lava-dispatcher (LAVA_VERSION)
@@ -27,8 +28,10 @@ import os
 import shutil
 import subprocess
 
-from . import config, fresh, lava
-from .util import LabError, Timer, run, say
+from ..core import config
+from ..core.util import LabError, Timer, run, say
+from ..outputs import lava
+from . import fresh
 
 # LAVA as Debian 12 ships it, pinned: a root that cannot get this version
 # fails at its set-up with apt's message, not later in a changed dispatcher.

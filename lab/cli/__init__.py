@@ -29,8 +29,8 @@
 import argparse
 import sys
 
-from . import config
-from .util import LabError, say
+from ..core import config
+from ..core.util import LabError, say
 
 
 def _arches(args):
@@ -49,13 +49,13 @@ def _flavours(args):
 
 
 def cmd_deps(args):
-    from . import deps
+    from ..core import deps
     deps.install() if args.install else deps.check()
     return 0
 
 
 def cmd_source(args):
-    from . import source
+    from ..kernel import source
     if args.action == "fetch":
         source.fetch()
     elif args.action == "apply":
@@ -68,7 +68,7 @@ def cmd_source(args):
 
 
 def cmd_build(args):
-    from . import build, source
+    from ..kernel import build, source
     if args.each_commit:
         failed = []
         for a in _arches(args):
@@ -82,7 +82,7 @@ def cmd_build(args):
 
 
 def cmd_kernel(args):
-    from . import build
+    from ..kernel import build
     path = build.image_path(args.arch[0] if args.arch else "x86_64", args.variant,
                             args.flavour[0] if args.flavour else "patched")
     if not path.exists():
@@ -92,7 +92,8 @@ def cmd_kernel(args):
 
 
 def cmd_image(args):
-    from . import image, source
+    from ..guest import image
+    from ..kernel import source
     source.fetch()
     for a in _arches(args):
         print(image.build(a))
@@ -100,7 +101,8 @@ def cmd_image(args):
 
 
 def cmd_boot(args):
-    from . import build, run
+    from ..guest import run
+    from ..kernel import build
     a = args.arch[0] if args.arch else "x86_64"
     f = args.flavour[0] if args.flavour else "patched"
     kernel = build.image_path(a, args.variant, f)
@@ -120,17 +122,18 @@ def cmd_boot(args):
 def cmd_test(args):
     import threading
 
-    from . import build, check, export, harden, testcmd
-    from .tally import Tally
+    from ..commands import harden, test
+    from ..core.tally import Tally
+    from ..kernel import build, check, export
     only = set(args.only.split(",")) if args.only else None
     arches = _arches(args)
     tally = Tally()
     harden_too = not args.no_harden and not only
-    testcmd.main(tally, arches, args.variant, pytest=not args.no_pytest,
-                 own=not args.no_own, upstream=not args.no_upstream, only=only,
-                 use_cache=not args.no_cache,
-                 later=harden.short_kernels(arches) if harden_too else (),
-                 jobs=args.jobs)
+    test.main(tally, arches, args.variant, pytest=not args.no_pytest,
+              own=not args.no_own, upstream=not args.no_upstream, only=only,
+              use_cache=not args.no_cache,
+              later=harden.short_kernels(arches) if harden_too else (),
+              jobs=args.jobs)
     if not only:
         export.test_row(tally)
     checker = None
@@ -140,32 +143,32 @@ def cmd_test(args):
         # at a time).
         if harden_too:
             for kernel in harden.short_kernels(arches):
-                testcmd.guarded(tally, f"{kernel[0]}/{kernel[1]}/lab", build.build, *kernel)
-        checker = threading.Thread(target=testcmd.guarded, name="check",
+                test.guarded(tally, f"{kernel[0]}/{kernel[1]}/lab", build.build, *kernel)
+        checker = threading.Thread(target=test.guarded, name="check",
                                    args=(tally, "check/lab", check.ci_form, tally),
                                    kwargs={"use_cache": not args.no_cache})
         checker.start()
     if harden_too:
         for arch_name, variant, _ in harden.short_kernels(arches):
-            testcmd.nosplit_check(tally, arch_name, variant)
+            test.nosplit_check(tally, arch_name, variant)
         harden.short_form(tally, arches)
     if checker:
         checker.join()
     if args.kcidb:
         from pathlib import Path
 
-        from . import kcidb
+        from ..outputs import kcidb
         nb, nt = kcidb.write(tally.rows, Path(args.kcidb))
         say(f"KCIDB I/O: {nb} builds, {nt} tests in {args.kcidb}")
     return tally.finish(tally.save("test"))
 
 
 def cmd_bench(args):
-    from . import bench
+    from ..commands import bench
     if args.bundle:
         from pathlib import Path
 
-        from . import here
+        from ..commands import here
         arches = _arches(args)
         if len(arches) != 1:
             raise LabError("--bundle needs one arch (-a x86_64 or -a arm64)")
@@ -180,19 +183,20 @@ def cmd_bench(args):
 def cmd_report(args):
     from pathlib import Path
 
-    from . import reportdir
+    from ..commands import reportdir
     reportdir.report_dir(Path(args.dir))
     return 0
 
 
 def cmd_profile(args):
-    from . import profile
+    from ..commands import profile
     return profile.main(_arches(args), args.workload, modes=args.mode or ["off"],
                         quick=args.quick, top=args.top)
 
 
 def cmd_harden(args):
-    from . import harden, suites
+    from ..commands import harden
+    from ..guest import suites
     minutes, round_s, suite = args.minutes, args.round, not args.no_suite
     variant = args.variant or "debug"
     if args.short:
@@ -204,14 +208,14 @@ def cmd_harden(args):
 
 
 def cmd_fresh(args):
-    from . import fresh
+    from ..commands import fresh
     return fresh.main(args.run)
 
 
 def cmd_export(args):
     from pathlib import Path
 
-    from . import export
+    from ..kernel import export
     export.write(Path(args.debian).resolve())
     return 0
 
@@ -219,12 +223,12 @@ def cmd_export(args):
 def cmd_lava(args):
     from pathlib import Path
 
-    from . import lava
+    from ..outputs import lava
     a = args.arch[0] if args.arch else "x86_64"
     f = args.flavour[0] if args.flavour else "patched"
     only = set(args.only.split(",")) if args.only else None
     if args.run:
-        from . import lavarun
+        from ..commands import lavarun
         return lavarun.main(a, f, only=only)
     if not args.url or not args.out:
         raise LabError("lab lava needs --url and --out (or --run)")
@@ -234,7 +238,7 @@ def cmd_lava(args):
 
 
 def cmd_check(args):
-    from . import check
+    from ..kernel import check
     if args.list:
         check.list_variants()
         return 0

@@ -2,7 +2,7 @@
 
 'lab test' and 'lab bench' use it for the stock kernels, which stay the
 same from run to run while their boots cost minutes per arch
-(testcmd.stock_boot, bench.boot_bench).  The key
+(commands/test.py's stock_boot, commands/bench.py's boot_bench).  The key
 is a sha256 over what decides the boot's results:
   - the bytes of named files (the kernel image, the guest initramfs);
   - the plan text;
@@ -23,7 +23,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import config
+from ..core import config
 from .run import Boot
 
 

@@ -24,8 +24,9 @@ import os
 import re
 import shutil
 
-from . import config, source
-from .util import LabError, out, run, say
+from ..core import config
+from ..core.util import LabError, out, run, say
+from . import source
 
 QUEUE = "features/all/foliobatch"
 

@@ -10,10 +10,12 @@ and here.py are below this module, so neither imports the other.
 
 import json
 
-from . import config, here, report
+from ..core import config
+from ..core.util import LabError
+from ..guest.workloads import BY_NAME, WORKLOADS
+from ..outputs import report
+from . import here
 from .bench import in_series
-from .util import LabError
-from .workloads import BY_NAME, WORKLOADS
 
 
 def report_dir(outdir):

@@ -3,7 +3,7 @@
 'lab test --kcidb FILE' (and 'lab harden --kcidb FILE') also writes the
 run's results as one KCIDB I/O document, the format KernelCI's database
 (KCIDB) takes, of the schema version that kcidb-io (PyPI, pinned in
-lab/deps.py) calls the latest:
+lab/core/deps.py) calls the latest:
 
   checkouts  two: the pinned source ('stock', no patches) and the source
              with the series ('patched'), whose patchset_hash is computed
@@ -32,8 +32,9 @@ import re
 import subprocess
 import sys
 
-from . import config, deps, source
-from .util import LabError
+from ..core import config, deps
+from ..core.util import LabError
+from ..kernel import source
 
 ORIGIN = "foliobatch"
 STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",

@@ -5,7 +5,7 @@ import re
 import statistics
 from collections import defaultdict
 
-from .util import say
+from ..core.util import say
 
 OFF_VS_STOCK_TOLERANCE = 0.02   # instruction-time, relative
 # a compared counter's median with the switch off against stock's, relative
@@ -14,7 +14,8 @@ COUNTER_TOLERANCE = 0.01
 
 # What the measured time is called: instruction-time for the lab's guests
 # (-icount), "time" for runs of run-here.sh on a machine of its own (runs
-# with clock "native"; lab/here.py).  write() sets it for one report.
+# with clock "native"; lab/commands/here.py).  write() sets it for one
+# report.
 TIME = "instruction-time"
 
 

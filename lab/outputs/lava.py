@@ -31,8 +31,10 @@ it) in place of the lab's.
 
 import shutil
 
-from . import build, config, image, run, suites
-from .util import LabError, say
+from ..core import config
+from ..core.util import LabError, say
+from ..guest import image, run, suites
+from ..kernel import build
 
 # the plan's markers (guest/init, guest/lib.sh) and its KTAP result lines
 START, END = "LAB-READY", "LAB-EXIT"
