@@ -6,6 +6,6 @@ Packages by role, each importing only those before it (and its own):
   guest     guest images, QEMU boots, plans, console parsing, stored boots;
   outputs   the bench report, KCIDB I/O, LAVA jobs;
   commands  the logic of 'lab test', bench, harden, profile, ...;
-  cli       the command line (python3 -m lab).
+  cli       the command line (python3 -m lab), one module per command.
 tests/test_modules.py checks the order and that no import closes a circle.
 """

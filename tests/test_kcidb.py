@@ -104,12 +104,13 @@ def test_write_and_the_command_line(tmp_path, monkeypatch):
     kcidb.validate(json.loads(out.read_text()))
     seen = []
     from lab.commands import harden, test as testcmd
+    from lab.core import config
     from lab.kernel import check, export
     monkeypatch.setattr(testcmd, "main", lambda tally, *a, **k: tally.rows.extend(ROWS))
     monkeypatch.setattr(harden, "short_form", lambda *a: None)
     monkeypatch.setattr(check, "ci_form", lambda *a, **k: None)
     monkeypatch.setattr(export, "test_row", lambda tally: None)
     monkeypatch.setattr(kcidb, "write", lambda rows, path: seen.append(path) or (1, 1))
-    monkeypatch.setattr(cli.config, "WORK", tmp_path)
+    monkeypatch.setattr(config, "WORK", tmp_path)
     cli.main(["test", "--kcidb", str(out)])
     assert seen == [out]

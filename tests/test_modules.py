@@ -158,6 +158,16 @@ def test_imports_follow_the_layers():
     assert not problems, "imports against the layers:\n" + "\n".join(problems)
 
 
+def test_the_command_line_has_every_command_module():
+    # one module per command (or pair of commands) under lab/cli/, each
+    # adding its parser; options holds what several of them share
+    from lab import cli
+    modules = {n.rpartition(".")[2] for n in FILES
+               if n.startswith("lab.cli.")} - {"options"}
+    assert {m.__name__.rpartition(".")[2] for m in cli.COMMANDS} == modules
+    assert all(callable(m.add_parser) for m in cli.COMMANDS)
+
+
 def test_harden_and_testcmd_do_not_import_each_other():
     assert "lab.commands.test" not in imported("lab.commands.harden")
     assert "lab.commands.harden" not in imported("lab.commands.test")

@@ -337,7 +337,7 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
     import threading
     from types import SimpleNamespace
 
-    from lab import cli
+    from lab.cli import test as cli_test
     from lab.kernel import check, export
 
     monkeypatch.setattr(config, "WORK", tmp_path)
@@ -359,4 +359,4 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
     args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
                            no_pytest=True, no_own=False, no_upstream=False,
                            no_cache=False, jobs=2, no_check=False, kcidb=None)
-    assert cli.cmd_test(args) == 1
+    assert cli_test.cmd_test(args) == 1

@@ -1,0 +1,55 @@
+"""lab bench, lab report: the bench (or a bundle of it for a machine of its
+own), and the report of a bench directory again."""
+
+from ..core import config
+from ..core.util import LabError
+from . import options
+
+
+def add_parser(sub):
+    sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on, stock")
+    sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
+    sp.add_argument("-w", "--workload", action="append", help="workload (repeatable)")
+    sp.add_argument("--quick", action="store_true", help="small scale, fewer repeats")
+    sp.add_argument("--repeats", type=int, help="maximum repeats per measurement")
+    sp.add_argument("--min-repeats", type=int,
+                    help="repeats every measurement gets, however small its spread")
+    sp.add_argument("--bundle", metavar="DIR",
+                    help="write the workload programs, their plan (--repeats of "
+                    "each mode, default 3) and run-here.sh into DIR, to run on a "
+                    "machine booted with a foliobatch kernel; no boot here")
+    sp.add_argument("--no-cache", action="store_true",
+                    help="boot the stock kernel afresh even where an earlier bench "
+                    "stored its runs for the same kernel, image, plan and QEMU")
+    sp.set_defaults(fn=cmd_bench)
+
+    sp = sub.add_parser("report", help="make the report of a bench directory "
+                        "(runs.json) again, or of run-here.sh's output")
+    sp.add_argument("dir", help="work/results/bench-<time> or a copy of one, or "
+                    "the directory run-here.sh wrote (bench.log, host.txt)")
+    sp.set_defaults(fn=cmd_report)
+
+
+def cmd_bench(args):
+    from ..commands import bench
+    if args.bundle:
+        from pathlib import Path
+
+        from ..commands import here
+        arches = options.arches(args)
+        if len(arches) != 1:
+            raise LabError("--bundle needs one arch (-a x86_64 or -a arm64)")
+        here.bundle(Path(args.bundle), arches[0], args.workload, quick=args.quick,
+                    reps=args.repeats or 3)
+        return 0
+    return bench.main(options.arches(args), workloads=args.workload, quick=args.quick,
+                      repeats=args.repeats, min_repeats=args.min_repeats,
+                      use_cache=not args.no_cache)
+
+
+def cmd_report(args):
+    from pathlib import Path
+
+    from ..commands import reportdir
+    reportdir.report_dir(Path(args.dir))
+    return 0
