@@ -280,6 +280,21 @@ WORKLOADS = [
              "-57.4%",
              DIRTY_METRICS,
              [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS),
+    Workload("dirty-reclaim-1cpu", "seed 002 on one vCPU: the two workers take turns "
+             "at points -icount fixes, so runs can repeat where the 2-vCPU ones vary; "
+             "no remote flush to save, only local ones",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+             ["/lab/bench/dirtyreclaim", "2", "512", "400"],
+             ["/lab/bench/dirtyreclaim", "2", "256", "100"],
+             "2 workers, 512 MB, memory.high 128 MB, 400 ops in all, 1 vCPU",
+             "2 workers, 256 MB, memory.high 64 MB, 100 ops in all, 1 vCPU",
+             "bogo ops/s +26.9% (16 CPUs)",
+             [("pswpout", "vmstat", "pswpout", False),
+              ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
+               False),
+              ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one",
+               False)],
+             [DIRTY_FLUSH], boot={"cpus": 1}, histograms=BATCH_HISTOGRAMS),
     Workload("fault-latency", "seed 002's risk: one thread dirties anonymous memory in a "
              "memcg whose memory.high is a quarter of it, swap on zram, while another "
              "times each store to one of its own pages that reclaim swapped out",
