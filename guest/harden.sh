@@ -3,7 +3,7 @@
 #
 #   /lab/harden.sh SECONDS ROUND_SECONDS
 #
-# Runs rounds of ROUND_SECONDS until SECONDS of load are done.  In each
+# Runs whole rounds of ROUND_SECONDS until SECONDS of load are done.  In each
 # round, inside a memory cgroup limited to CG_MAX with swap on, at the same
 # time:
 #   - stress-ng's memory stressors (vm, mmap, mremap, madvise, fork, swap,
@@ -119,7 +119,7 @@ one_round() {
 	stress_pid=$!
 	trin_arch=
 	[ "$LAB_ARCH" = x86_64 ] && trin_arch="-a64"
-	in_cg timeout -s INT "$secs" trinity --dangerous -q -l off -g vm -C 2 \
+	in_cg timeout -s INT -k 60 "$secs" trinity --dangerous -q -l off -g vm -C 2 \
 		$trin_arch --disable-fds=sockets,perf,drm,pseudo \
 		-V /mnt/xfs/harden/victims > $OUT/trinity.$n 2>&1 &
 	trin_pid=$!
@@ -163,10 +163,12 @@ setup
 t0=$(now)
 done_s=0
 n=0
+# Every round is a whole one: a round cut to the few seconds left after a
+# slow one (a KASAN kernel under TCG) would signal trinity while it is
+# still starting its children, and a trinity that misses the signal then
+# runs until the boot's timeout.
 while [ "$done_s" -lt "$total" ]; do
-	left=$((total - done_s))
 	secs=$round
-	[ $left -lt $secs ] && secs=$left
 	n=$((n + 1))
 	one_round $n $secs
 	done_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%d", b - a }')

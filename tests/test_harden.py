@@ -82,3 +82,30 @@ def test_no_flips_fails():
 def test_setup_failure_is_its_own_row():
     ld = harden.parse_load(CONSOLE.replace("LAB-EXIT", "HARDEN-FAIL no swap device\nLAB-EXIT"))
     assert rows(ld)["setup"][0] == "fail"
+
+
+def _rounds(total, round_s, elapsed):
+    """The round lengths guest/harden.sh's main loop picks for SECONDS and
+    ROUND_SECONDS when its rounds take elapsed[i] seconds each."""
+    import subprocess
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "guest" / "harden.sh").read_text()
+    loop = text[text.index("\nt0=$(now)\n") + 1:]
+    loop = loop[:loop.index("\ndone\n") + 6]
+    stubs = ("T=0\nnow() { echo $T; }\n"
+             f"ELAPSED='{' '.join(map(str, elapsed))}'\n"
+             "one_round() { echo \"round $1 $2\"; set -- $ELAPSED; "
+             "T=$((T + $1)); shift; ELAPSED=\"$*\"; }\n")
+    p = subprocess.run(["sh", "-c", stubs + f"total={total}\nround={round_s}\n" + loop],
+                       capture_output=True, text=True, timeout=10)
+    return [int(line.split()[2]) for line in p.stdout.splitlines()]
+
+
+# Every round of the load is a whole one: after a first round that ran 111 s
+# of a 120 s budget, the second still gets its 60 s (a 9 s round signalled
+# trinity while it was starting, and the short harden boot ran into its
+# timeout), and the load stops once the budget is spent.
+def test_the_load_runs_whole_rounds():
+    assert _rounds(120, 60, [111, 62]) == [60, 60]
+    assert _rounds(120, 60, [61, 61]) == [60, 60]
+    assert _rounds(120, 60, [130]) == [60]
