@@ -280,9 +280,9 @@ WORKLOADS = [
              "-57.4%",
              DIRTY_METRICS,
              [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS),
-    Workload("dirty-reclaim-1cpu", "seed 002 on one vCPU: the two workers take turns "
-             "at points -icount fixes, so runs can repeat where the 2-vCPU ones vary; "
-             "no remote flush to save, only local ones",
+    Workload("dirty-reclaim-1cpu", "seed 002 on one vCPU, to see whether its runs repeat "
+             "there (measured: they vary as on 2 vCPUs); no remote flush to save, only "
+             "local ones",
              _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
              ["/lab/bench/dirtyreclaim", "2", "512", "400"],
              ["/lab/bench/dirtyreclaim", "2", "256", "100"],
