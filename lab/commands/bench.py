@@ -270,24 +270,24 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
         b = run.boot(arch_name, kernel, text, env, name, echo=echo, **kwargs)
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")
+    console = b.text()
     failed = []
-    for line in b.text().splitlines():
+    for line in console.splitlines():
         m = re.search(r"could not set a kprobe on (\S+)", line)
         if m:
             failed.append(m.group(1))
             warn(f"{name}: could not set a kprobe on {m.group(1)}; its "
                  "mechanism row is left out")
-    m = re.search(r"LAB-READY: (\S+)", b.text())
+    m = re.search(r"LAB-READY: (\S+)", console)
     meta = dict(meta_base, flavour=flavour, kernel=m.group(1) if m else "unknown",
                 console=str(b.console), kprobe_failed=failed,
-                cpus=dict(boot_args(quick), **extra)["cpus"], cpu=extra.get("cpu"))
+                cpus=kwargs["cpus"], cpu=extra.get("cpu"))
     runs = parse_runs(b, meta)
     for rec in runs:
         rec["probe"] = rec["rep"] == PROBE_REP
         w = BY_NAME[rec["workload"]]
         rec["scale"] = w.quick_scale if quick else w.scale
-    text = b.text()
-    kept, excluded = judge(text, runs, flavour)
+    kept, excluded = judge(console, runs, flavour)
     for rec in runs:
         f = outdir / "runs" / (f"{arch_name}-{flavour}-{rec['workload']}-{rec['mode']}"
                                f"-r{rec['rep']}.json")
@@ -296,7 +296,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     for r in excluded:
         warn(f"{arch_name}/{flavour} {r['workload']} {r['mode']} rep {r['rep']} "
              f"left out: {'; '.join(r['excluded'])}")
-    reports = results.kernel_reports(text)
+    reports = results.kernel_reports(console)
     if reports:
         warn(f"{name}: {len(reports)} kernel report(s), the first: {reports[0]}")
     boot = {"name": name, "arch": arch_name, "flavour": flavour,
