@@ -96,7 +96,7 @@ def test_report_writes_markdown_html_and_png(tmp_path):
                                            ("stock", "stock"))]
     page = report.write(tmp_path, runs, [workloads.BY_NAME["mremap-4k"]], ["x86_64"],
                         lambda s: False)
-    assert page.exists() and (tmp_path / "x86_64.png").stat().st_size > 1000
+    assert page.exists() and (tmp_path / "workloads.png").stat().st_size > 1000
     assert "not in series" in (tmp_path / "report.md").read_text()
 
 

@@ -54,6 +54,9 @@ COMMANDS = {
     "quilt": "quilt",
     # lab fresh: a clean Debian 12 root, and the mounts /proc, /sys, /dev
     "mmdebstrap": "mmdebstrap", "mount": "mount", "umount": "mount",
+    # tests/test_report_browser.py: the bench report opened in a real
+    # browser (headless), its screenshot checked
+    "chromium": "chromium",
     # the lab itself runs on it (.ci/run installs it before anything else)
     "python3": "python3",
 }

@@ -390,66 +390,163 @@ def plot_summary(groups, workloads, arches, path):
     return path
 
 
-def plot(groups, workloads, arch, path):
+# one colour per mode, the same in every panel: stock grey, switch off
+# light, the seed's modes dark; modes of their own (seed 000's
+# "referenced", "unmap") in between
+MODE_COLOURS = {"stock": "#999999", "off": "#88bbdd", "on": "#1f4e99",
+                "referenced": "#ddaa33", "unmap": "#bb5566"}
+ARCH_MARKERS = {"x86_64": "o", "arm64": "s"}
+# the smallest half-range of a panel's y axis around 1.0
+PANEL_MIN_RANGE = 0.05
+
+
+def panel_points(groups, w, arch):
+    """[(mode, median / off's median, low, high)] of a workload on an arch:
+    each mode's instruction-time against the same boot's switch off, with
+    the min and max of its runs; [] without runs with the switch off."""
+    off = [instr_time(r) for r in groups.get((arch, w.name, "patched", "off"), [])]
+    if not off:
+        return []
+    base = statistics.median(off)
+    out = []
+    for fl, m in [("stock", "stock")] + [("patched", m) for m in w.modes]:
+        vals = [instr_time(r) / base for r in groups.get((arch, w.name, fl, m), [])]
+        if vals:
+            out.append((m, statistics.median(vals), min(vals), max(vals)))
+    return out
+
+
+def plot(groups, workloads, arches, path):
+    """One panel per workload: for each arch, every mode's instruction-time
+    as a fraction of the switch-off median of the same boot (so 1.0 is
+    switch off, and a 10% change is a tenth of the panel's scale, whatever
+    the workload's length), median with min-max bars; the seed's ratio
+    for the arch drawn as a black bar across the arch's column."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ws = [w for w in workloads if any(k[0] == arch and k[1] == w.name for k in groups)]
+    ws = [w for w in workloads if any(panel_points(groups, w, a) for a in arches)]
     if not ws:
         return None
     cols = min(3, len(ws))
     nrows = -(-len(ws) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows),
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.4 * cols, 3.3 * nrows),
                              squeeze=False)
     for ax in axes.flat[len(ws):]:
         ax.set_visible(False)
+    used = set()
     for ax, w in zip(axes.flat, ws):
-        labels, meds, lo, hi = [], [], [], []
-        for fl, m in [("stock", "stock")] + [("patched", m) for m in w.modes]:
-            vals = [instr_time(r) / 1e9 for r in groups.get((arch, w.name, fl, m), [])]
-            if not vals:
+        ticks, labels = [], []
+        for i, a in enumerate(arches):
+            pts = panel_points(groups, w, a)
+            if not pts:
                 continue
-            med = statistics.median(vals)
-            labels.append(m)
-            meds.append(med)
-            lo.append(med - min(vals))
-            hi.append(max(vals) - med)
-        ax.bar(labels, meds, yerr=[lo, hi], capsize=3,
-               color=["#999999"] + ["#4477aa"] * (len(labels) - 1))
-        ax.set_title(w.name, fontsize=9)
-        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-        ax.set_ylabel(f"{TIME} (s)", fontsize=8)
-    fig.suptitle(f"{arch}: median {TIME}, min-max bars")
-    fig.tight_layout()
+            n = len(pts)
+            xs = [i + (j - (n - 1) / 2) * 0.8 / max(n, 1) for j in range(n)]
+            for x, (m, med, lo, hi) in zip(xs, pts):
+                ax.errorbar([x], [med], yerr=[[med - lo], [hi - med]],
+                            fmt=ARCH_MARKERS.get(a, "D"), markersize=7, capsize=3,
+                            color=MODE_COLOURS.get(m, "#117733"),
+                            label=m if m not in used else None)
+                used.add(m)
+            if a in w.seed_ratio and w.seed_ratio[a]:
+                ax.hlines(w.seed_ratio[a], i - 0.45, i + 0.45, colors="black",
+                          linewidth=2, label="seed" if "seed" not in used else None)
+                used.add("seed")
+            on = next((med for m, med, _, _ in pts if m == "on"), None)
+            ticks.append(i)
+            labels.append(a if on is None else f"{a}\non {100 * (on - 1):+.1f}%")
+        ax.axhline(1.0, color="#bbbbbb", linewidth=0.8, zorder=0)
+        # at least 0.95..1.05, so that noise of a few tenths of a percent
+        # does not fill the panel as a real change would
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(min(lo, 1 - PANEL_MIN_RANGE), max(hi, 1 + PANEL_MIN_RANGE))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_xlim(-0.6, len(arches) - 0.4)
+        ax.set_title(w.name, fontsize=10)
+        ax.tick_params(axis="y", labelsize=8)
+        ax.grid(axis="y", color="#eeeeee")
+    handles, names = [], []
+    for ax in axes.flat:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            if n not in names:
+                handles.append(h)
+                names.append(n)
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=8,
+               frameon=False)
+    fig.suptitle(f"{TIME} per mode / switch off, median and min-max "
+                 "(below 1: faster; black bar: the seed's figure)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
-def _md_table_to_html(md):
-    out, in_table = [], False
+_IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
+
+
+def _inline(text):
+    """A line of Markdown text as HTML: `code` and **bold**, the rest
+    escaped."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
+def markdown_to_html(md):
+    """The report's Markdown as HTML: headings, paragraphs, bullet lists,
+    tables and images in the order they come (the subset report.md uses)."""
+    out, block = [], None
+
+    def close():
+        nonlocal block
+        if block:
+            out.append(f"</{block}>")
+        block = None
+
+    def open_(tag):
+        nonlocal block
+        if block != tag:
+            close()
+            out.append(f"<{tag}>")
+            block = tag
+
+    first_row = False
     for line in md.splitlines():
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if all(set(c) <= {"-"} for c in cells):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+            cells = [c.replace("\\|", "|") for c in cells]
+            if all(c and set(c) <= {"-", ":"} for c in cells):
                 continue
-            tag = "th" if not in_table else "td"
-            if not in_table:
-                out.append("<table>")
-                in_table = True
-            out.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>"
-                                        for c in cells) + "</tr>")
+            if block != "table":
+                open_("table")
+                first_row = True
+            tag = "th" if first_row else "td"
+            first_row = False
+            out.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells)
+                       + "</tr>")
+            continue
+        image = _IMAGE.match(line.strip())
+        heading = re.match(r"^(#{1,6}) (.*)$", line)
+        if image:
+            close()
+            out.append(f'<p><img src="{html.escape(image.group(2))}" '
+                       f'alt="{html.escape(image.group(1))}" style="max-width:100%"></p>')
+        elif heading:
+            close()
+            level = min(len(heading.group(1)), 3)
+            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+        elif line.startswith("- "):
+            open_("ul")
+            out.append(f"<li>{_inline(line[2:])}</li>")
+        elif line.strip():
+            close()
+            out.append(f"<p>{_inline(line)}</p>")
         else:
-            if in_table:
-                out.append("</table>")
-                in_table = False
-            if line.startswith("### "):
-                out.append(f"<h2>{html.escape(line[4:])}</h2>")
-            elif line.strip():
-                out.append(f"<p>{html.escape(line)}</p>")
-    if in_table:
-        out.append("</table>")
+            close()
+    close()
     return "\n".join(out)
 
 
@@ -548,11 +645,12 @@ def write(outdir, runs, workloads, arches, in_series, boots=None):
     if boots is not None:
         md.append(boots_section(boots))
     md.append(missing_section(missing_runs(runs, workloads, arches, stock=not native)))
-    pngs = []
     summary = plot_summary(groups, workloads, arches, outdir / "summary.png")
     if summary:
-        pngs.append(summary)
         md.append(f"![change per workload]({summary.name})\n")
+    panels = plot(groups, workloads, arches, outdir / "workloads.png")
+    if panels:
+        md.append(f"![each workload, both arches]({panels.name})\n")
     for arch in arches:
         md.append(markdown(groups, workloads, arch, in_series))
         mech = mechanism_table(probes, workloads, arch)
@@ -561,19 +659,14 @@ def write(outdir, runs, workloads, arches, in_series, boots=None):
         batches = batch_table(probes, workloads, arch)
         if batches:
             md.append(batches)
-        png = plot(groups, workloads, arch, outdir / f"{arch}.png")
-        if png:
-            pngs.append(png)
-            md.append(f"![{arch}]({png.name})\n")
     text = "\n".join(md)
     (outdir / "report.md").write_text(text)
-    body = _md_table_to_html(text)
-    imgs = "".join(f'<img src="{p.name}" style="max-width:100%">' for p in pngs)
+    body = markdown_to_html(text)
     (outdir / "report.html").write_text(
         "<!doctype html><meta charset=utf-8><title>foliobatch bench</title>"
         "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}"
         "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-        "padding:3px 6px}</style>" + body + imgs)
+        "padding:3px 6px}</style>" + body)
     print(text)
     say(f"report: {outdir / 'report.md'}, {outdir / 'report.html'}")
     return outdir / "report.html"
