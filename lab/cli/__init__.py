@@ -13,6 +13,7 @@
                               booted with a foliobatch kernel
   lab report DIR              the report of a bench directory again, or of
                               a directory run-here.sh wrote
+  lab report --history        docs/results.md from the runs in docs/results/
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched

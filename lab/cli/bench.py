@@ -25,8 +25,11 @@ def add_parser(sub):
 
     sp = sub.add_parser("report", help="make the report of a bench directory "
                         "(runs.json) again, or of run-here.sh's output")
-    sp.add_argument("dir", help="work/results/bench-<time> or a copy of one, or "
-                    "the directory run-here.sh wrote (bench.log, host.txt)")
+    sp.add_argument("dir", nargs="?", help="work/results/bench-<time> or a copy of "
+                    "one, or the directory run-here.sh wrote (bench.log, host.txt)")
+    sp.add_argument("--history", action="store_true",
+                    help="make docs/results.md from the measurements stored in "
+                    "docs/results/ (each one's report too)")
     sp.set_defaults(fn=cmd_report)
 
 
@@ -51,5 +54,10 @@ def cmd_report(args):
     from pathlib import Path
 
     from ..commands import reportdir
-    reportdir.report_dir(Path(args.dir))
+    if args.history == bool(args.dir):
+        raise LabError("lab report: give a bench directory, or --history")
+    if args.history:
+        reportdir.history()
+    else:
+        reportdir.report_dir(Path(args.dir))
     return 0

@@ -11,8 +11,9 @@ and here.py are below this module, so neither imports the other.
 import json
 
 from ..core import config
-from ..core.util import LabError
+from ..core.util import LabError, say
 from ..guest.workloads import BY_NAME, WORKLOADS
+from ..outputs import history as history_md
 from ..outputs import report
 from . import here
 from .bench import in_series
@@ -40,3 +41,15 @@ def report_dir(outdir):
     b = outdir / "boots.json"
     boots = json.loads(b.read_text()) if b.exists() else None
     return report.write(outdir, runs, chosen, arches, in_series, boots)
+
+
+def history():
+    """'lab report --history': each stored measurement's report again, then
+    docs/results.md from them all (lab.outputs.history)."""
+    results = config.REPO / "docs" / "results"
+    for d in history_md.entries(results):
+        if (d / "report.md").exists():
+            report_dir(d)
+    out = config.REPO / "docs" / "results.md"
+    out.write_text(history_md.history(results))
+    say(f"wrote {out}")

@@ -1,0 +1,103 @@
+"""History: docs/results.md, made from the stored runs of each measurement.
+
+A stored measurement is a directory of docs/results/ with a note.md (its
+"## date: title" heading and the words around the numbers, typed by
+hand: what was run and what it shows) and the runs.json (and boots.json)
+of the bench or benches behind it, copied from work/results/bench-*/.
+Every number of its section is computed here from those runs, with the
+report's own functions: the headline rows (each mode's instruction-time
+and the workload's other time metrics, against switch off, with spread
+and n), and the mechanism and batch tables of the probe runs.  The
+sections come newest first (directory names start with the date); then
+older.md, the measurements from before the runs were stored, as typed
+from their reports.
+"""
+
+import json
+from pathlib import Path
+
+from ..core import config
+from ..guest.workloads import WORKLOADS
+from . import report
+
+PREAMBLE = "preamble.md"
+OLDER = "older.md"
+
+
+def entries(results_dir):
+    """The stored measurements, newest first: directories with a note.md."""
+    ds = [d for d in Path(results_dir).iterdir() if (d / "note.md").is_file()]
+    return sorted(ds, key=lambda d: d.name, reverse=True)
+
+
+def load(d):
+    """(runs, workloads, arches) of a stored measurement."""
+    runs = json.loads((d / "runs.json").read_text())
+    names = {r["workload"] for r in runs}
+    ws = [w for w in WORKLOADS if w.name in names]
+    unknown = names - {w.name for w in ws}
+    if unknown:
+        raise ValueError(f"{d}/runs.json: workloads this lab does not know: "
+                         f"{', '.join(sorted(unknown))}")
+    arches = [a for a in config.ARCHES if any(r["arch"] == a for r in runs)]
+    return runs, ws, arches
+
+
+def headline(groups, workloads, arch):
+    """Rows of an arch: per workload and mode, the instruction-time and the
+    workload's other instruction-time metrics, stock and switch off
+    beside, the change against switch off."""
+    rows = []
+    for w in workloads:
+        times = [(report.TIME, report.instr_time)] + [
+            (label.replace(" (ns, instruction-time)", " (ns)"),
+             lambda r, s=source, k=key: report._value(r, s, k))
+            for label, source, key, *_ in w.metrics if "instruction-time" in label]
+        for label, fn in times:
+            def st(fl, m, fn=fn):
+                return report._stats([fn(r) for r in
+                                      groups.get((arch, w.name, fl, m), [])])
+            stock, off = st("stock", "stock"), st("patched", "off")
+            if not off and not stock:
+                continue
+            fmt = report._fmt_time if label == report.TIME else report._fmt_num
+            for mode in [m for m in w.modes if m != "off"]:
+                on = st("patched", mode)
+                if not on or (label != report.TIME and not on[0] and not off[0]):
+                    continue
+                rows.append(f"| {arch} | {w.name} | {label} | {fmt(stock)} | {fmt(off)} "
+                            f"| {mode} | {fmt(on)} | {report._change(off, on)} |")
+    return rows
+
+
+def section(d, link_base="results"):
+    """The Markdown of one stored measurement."""
+    runs, ws, arches = load(d)
+    groups = report.summarize(runs)
+    probes = report.summarize(runs, probe=True)
+    out = [(d / "note.md").read_text().rstrip(), ""]
+    rows = [row for a in arches for row in headline(groups, ws, a)]
+    if rows:
+        out += ["| arch | workload | metric | stock | switch off | mode | switch on "
+                "| change |", "|---|---|---|---|---|---|---|---|"] + rows + [""]
+    for a in arches:
+        for table in (report.mechanism_table(probes, ws, a),
+                      report.batch_table(probes, ws, a)):
+            if table:
+                out += [table]
+    if (d / "report.md").exists():
+        out += [f"Whole report: [{d.name}/report.md]({link_base}/{d.name}/report.md).",
+                ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def history(results_dir, link_base="results"):
+    """docs/results.md's text."""
+    results_dir = Path(results_dir)
+    report.TIME = "instruction-time"
+    parts = [(results_dir / PREAMBLE).read_text().rstrip() + "\n"]
+    parts += [section(d, link_base) for d in entries(results_dir)]
+    older = results_dir / OLDER
+    if older.exists():
+        parts.append(older.read_text().rstrip() + "\n")
+    return "\n".join(parts)
