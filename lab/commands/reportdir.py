@@ -48,8 +48,7 @@ def history():
     docs/results.md from them all (lab.outputs.history)."""
     results = config.REPO / "docs" / "results"
     for d in history_md.entries(results):
-        if (d / "report.md").exists():
-            report_dir(d)
+        report_dir(d)
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
     say(f"wrote {out}")
