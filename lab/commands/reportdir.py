@@ -12,7 +12,7 @@ import json
 
 from ..core import config
 from ..core.util import LabError, say
-from ..guest.workloads import BY_NAME, WORKLOADS
+from ..guest import workloads
 from ..outputs import history as history_md
 from ..outputs import report
 from . import here
@@ -31,13 +31,7 @@ def report_dir(outdir):
                        "run-here.sh's holds bench.log and host.txt")
     else:
         runs = json.loads(f.read_text())
-    names = {r["workload"] for r in runs}
-    unknown = sorted(names - set(BY_NAME))
-    if unknown:
-        raise LabError(f"{f} has runs of workloads this lab does not know: "
-                       f"{', '.join(unknown)}")
-    chosen = [w for w in WORKLOADS if w.name in names]
-    arches = [a for a in config.ARCHES if any(r["arch"] == a for r in runs)]
+    chosen, arches = workloads.of_runs(runs, f)
     b = outdir / "boots.json"
     boots = json.loads(b.read_text()) if b.exists() else None
     return report.write(outdir, runs, chosen, arches, in_series, boots)

@@ -12,6 +12,9 @@ machine of its own; 'lab profile' (profile.py) runs one workload.
 import math
 from dataclasses import dataclass, field
 
+from ..core import config
+from ..core.util import LabError
+
 
 @dataclass
 class Mechanism:
@@ -309,6 +312,19 @@ WORKLOADS = [
              [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+def of_runs(runs, source):
+    """(workloads, arches) that bench runs were made of, each in this lab's
+    order; a LabError naming source when a run's workload is not one of
+    this lab's (runs from another version of it, say)."""
+    names = {r["workload"] for r in runs}
+    unknown = sorted(names - set(BY_NAME))
+    if unknown:
+        raise LabError(f"{source} has runs of workloads this lab does not know: "
+                       f"{', '.join(unknown)}")
+    return ([w for w in WORKLOADS if w.name in names],
+            [a for a in config.ARCHES if any(r["arch"] == a for r in runs)])
 
 
 def kprobe_lines(workloads, arch_name):

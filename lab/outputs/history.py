@@ -16,8 +16,7 @@ from their reports.
 import json
 from pathlib import Path
 
-from ..core import config
-from ..guest.workloads import WORKLOADS
+from ..guest import workloads
 from . import report
 
 PREAMBLE = "preamble.md"
@@ -33,37 +32,31 @@ def entries(results_dir):
 def load(d):
     """(runs, workloads, arches) of a stored measurement."""
     runs = json.loads((d / "runs.json").read_text())
-    names = {r["workload"] for r in runs}
-    ws = [w for w in WORKLOADS if w.name in names]
-    unknown = names - {w.name for w in ws}
-    if unknown:
-        raise ValueError(f"{d}/runs.json: workloads this lab does not know: "
-                         f"{', '.join(sorted(unknown))}")
-    arches = [a for a in config.ARCHES if any(r["arch"] == a for r in runs)]
-    return runs, ws, arches
+    return (runs, *workloads.of_runs(runs, d / "runs.json"))
 
 
-def headline(groups, workloads, arch):
+def headline(groups, ws, arch):
     """Rows of an arch: per workload and mode, the instruction-time and the
     workload's other instruction-time metrics, stock and switch off
     beside, the change against switch off."""
     rows = []
-    for w in workloads:
-        times = [(report.TIME, report.instr_time)] + [
-            (label.replace(" (ns, instruction-time)", " (ns)"),
-             lambda r, s=source, k=key: report._value(r, s, k))
-            for label, source, key, *_ in w.metrics if "instruction-time" in label]
-        for label, fn in times:
+    for w in ws:
+        # the report's own rows, those that are instruction-times
+        for label, fn, fmt in report.metric_rows(w):
+            if "instruction-time" not in label:
+                continue
+            label = label.replace(" (ns, instruction-time)", " (ns)")
+
             def st(fl, m, fn=fn):
                 return report._stats([fn(r) for r in
                                       groups.get((arch, w.name, fl, m), [])])
             stock, off = st("stock", "stock"), st("patched", "off")
             if not off and not stock:
                 continue
-            fmt = report._fmt_time if label == report.TIME else report._fmt_num
             for mode in [m for m in w.modes if m != "off"]:
                 on = st("patched", mode)
-                if not on or (label != report.TIME and not on[0] and not off[0]):
+                if not on or (label != report.TIME and not on[0] and
+                              not (off and off[0])):
                     continue
                 rows.append(f"| {arch} | {w.name} | {label} | {fmt(stock)} | {fmt(off)} "
                             f"| {mode} | {fmt(on)} | {report._change(off, on)} |")

@@ -468,12 +468,12 @@ def plot(groups, workloads, arches, path):
         ax.set_title(w.name, fontsize=10)
         ax.tick_params(axis="y", labelsize=8)
         ax.grid(axis="y", color="#eeeeee")
+    # each label was given once (used), so the panels' legends add up
     handles, names = [], []
     for ax in axes.flat:
-        for h, n in zip(*ax.get_legend_handles_labels()):
-            if n not in names:
-                handles.append(h)
-                names.append(n)
+        h, n = ax.get_legend_handles_labels()
+        handles += h
+        names += n
     fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=8,
                frameon=False)
     fig.suptitle(f"{TIME} per mode / switch off, median and min-max "
