@@ -14,17 +14,12 @@ import subprocess
 
 import pytest
 
+from test_bench import rec
+
 from lab.guest import workloads
 from lab.outputs import report
 
 WINDOW = (1400, 3200)
-
-
-def rec(workload, mode, rep, t, flavour, arch):
-    return {"workload": workload, "mode": mode, "rep": rep, "exit": 0,
-            "total_ns": t + 5, "metrics": {"time_ns": t, "mremap_ns": t // 3},
-            "vmstat": {}, "irq": {}, "mthp": {}, "flavour": flavour, "arch": arch,
-            "wall_s": 1.0, "scale": "s"}
 
 
 def chromium():
@@ -57,7 +52,7 @@ def pixels_of(png, colour):
 @pytest.fixture
 def bench_dir(tmp_path):
     ws = [workloads.BY_NAME["mremap-64k"], workloads.BY_NAME["mremap-4k"]]
-    runs = [rec(w.name, m, i, 1000 - 300 * (m == "on") + i, f, a)
+    runs = [rec(w.name, m, i, 1000 - 300 * (m == "on") + i, f, a, mremap_ns=333)
             for a in ("x86_64", "arm64") for w in ws for i in range(3)
             for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
     report.write(tmp_path, runs, ws, ["x86_64", "arm64"], lambda s: True)
