@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from lab.commands import here
+from lab.commands import bench, here
 from lab.core import config
 from lab.core.util import LabError
 from lab.guest import workloads
@@ -290,4 +290,25 @@ def test_a_default_bundle_leaves_out_workloads_of_a_qemu_cpu_model():
     arm = here.default_workloads("arm64")
     assert "file-reclaim-pte2m" in arm and "file-reclaim-pte2m-a72" not in arm
     assert "file-reclaim-pte2m-a72" not in here.default_workloads("x86_64")
-    assert "dirty-reclaim-8cpu" in arm
+    assert "dirty-reclaim-fixed-8cpu" in arm
+
+
+def test_retired_workloads_run_only_when_named(monkeypatch):
+    # a retired workload stays known (its stored runs still make a report)
+    # but neither a bundle nor a bench picks it unless it is named, and
+    # naming it warns
+    assert workloads.BY_NAME["dirty-reclaim-1w"].retired
+    assert "dirty-reclaim-1w" not in workloads.default_names()
+    assert "dirty-reclaim-fixed" in workloads.default_names()
+    for a in ("arm64", "x86_64"):
+        assert "dirty-reclaim-1w" not in here.default_workloads(a)
+        assert "dirty-reclaim-fixed" in here.default_workloads(a)
+    said = []
+
+    def stop():
+        raise SystemExit("stopped before any build")
+    monkeypatch.setattr(bench.source, "apply", stop)
+    monkeypatch.setattr(bench, "warn", said.append)
+    with pytest.raises(SystemExit):
+        bench.main(["arm64"], ["dirty-reclaim-1w"], quick=True)
+    assert any(m.startswith("dirty-reclaim-1w is retired: ") for m in said)

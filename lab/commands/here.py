@@ -52,10 +52,10 @@ def bundle_plan(workloads, reps, quick):
 
 def default_workloads(arch_name):
     """The workloads of a bundle when none is named: those of the arch,
-    but not one that boots a QEMU CPU model of its own, which on a machine
-    would run again what its default-CPU twin runs."""
+    but not a retired one, nor one that boots a QEMU CPU model of its own,
+    which on a machine would run again what its default-CPU twin runs."""
     return [w.name for w in WORKLOADS
-            if w.runs_on(arch_name) and "cpu" not in w.boot]
+            if w.runs_on(arch_name) and "cpu" not in w.boot and not w.retired]
 
 
 def bundle(dest, arch_name, names=None, quick=False, reps=3):

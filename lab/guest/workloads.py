@@ -110,6 +110,10 @@ class Workload:
     arches: tuple = ()
     # traced events counted per value in the probe runs (the batch table)
     histograms: list = field(default_factory=list)
+    # why a workload is no longer run (empty: it is): a retired workload is
+    # kept so that stored runs of it still make their report, but no bench
+    # or bundle runs it unless named
+    retired: str = ""
 
     def runs_on(self, arch_name):
         return not self.arches or arch_name in self.arches
@@ -137,6 +141,20 @@ DIRTY_METRICS = [
     ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
     ("pswpout", "vmstat", "pswpout", False),
     ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns", False)]
+# the fixed form of dirtyreclaim: every worker in a cgroup of its own does
+# the same work each run, so its swap-outs are compared with stock; the
+# flushes and IPIs still follow where the scheduler ran each worker
+DIRTY_FIXED_METRICS = [
+    ("pswpout", "vmstat", "pswpout"),
+    ("TLB shootdowns (x86)", "irq", "TLB", False),
+    ("function-call IPIs (x86)", "irq", "CAL", False),
+    ("IPI1 function call (arm64)", "irq", "IPI1", False),
+    ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
+    ("elapsed instruction-time of the timed passes (ns)", "metrics", "elapsed_ns",
+     False)]
+# the stress-ng forms the fixed form replaced
+STRESS_NG_RETIRED = ("its runs did not repeat (stress-ng: see guest/bench/dirtyreclaim.c); "
+                     "replaced by the fixed form, dirty-reclaim-fixed*")
 # fault-latency: classic LRU, 4 kB pages, swap on zram; the toucher's fault
 # latencies follow the run's timing (which of its pages reclaim takes, and
 # when): shown, not compared with stock
@@ -268,7 +286,8 @@ WORKLOADS = [
                "elapsed_ns", False),
               ("TLB shootdowns (x86)", "irq", "TLB", False),
               ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
-             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS,
+             retired=STRESS_NG_RETIRED),
     Workload("dirty-reclaim-8cpu", "seed 002 at 8 vCPUs, one stress-ng --vm worker per "
              "vCPU: under -icount the vCPUs take turns on one host thread, so every "
              "remote CPU's flush and IPI handler is counted in instruction-time",
@@ -282,7 +301,8 @@ WORKLOADS = [
              "16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
              "-57.4%",
              DIRTY_METRICS,
-             [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS),
+             [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS,
+             retired=STRESS_NG_RETIRED),
     Workload("dirty-reclaim-1cpu", "seed 002 on one vCPU, to see whether its runs repeat "
              "there (measured: they vary as on 2 vCPUs); no remote flush to save, only "
              "local ones",
@@ -297,7 +317,32 @@ WORKLOADS = [
                False),
               ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one",
                False)],
-             [DIRTY_FLUSH], boot={"cpus": 1}, histograms=BATCH_HISTOGRAMS),
+             [DIRTY_FLUSH], boot={"cpus": 1}, histograms=BATCH_HISTOGRAMS,
+             retired=STRESS_NG_RETIRED),
+    Workload("dirty-reclaim-fixed", "seed 002 with fixed work: 2 workers on 2 vCPUs, each "
+             "in a memcg of its own whose memory.max is a quarter of its memory, swap on "
+             "a RAM disk; each timed pass swaps every page in, dirties it and swaps it "
+             "out again; the time is the workers' CPU time",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+             ["/lab/bench/dirtyreclaim", "2", "512", "5", "fixed"],
+             ["/lab/bench/dirtyreclaim", "2", "256", "5", "fixed"],
+             "2 workers of 256 MB, memory.max 64 MB each, 4 timed passes",
+             "2 workers of 128 MB, memory.max 32 MB each, 4 timed passes",
+             "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9% "
+             "(stress-ng, 16 CPUs)",
+             DIRTY_FIXED_METRICS, [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+    Workload("dirty-reclaim-fixed-8cpu", "the same with 8 workers on 8 vCPUs: under "
+             "-icount the vCPUs take turns on one host thread, so every remote CPU's "
+             "flush and IPI handler is counted in instruction-time",
+             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+             ["/lab/bench/dirtyreclaim", "8", "512", "5", "fixed"],
+             ["/lab/bench/dirtyreclaim", "8", "256", "5", "fixed"],
+             "8 workers of 64 MB, memory.max 16 MB each, 4 timed passes",
+             "8 workers of 32 MB, memory.max 8 MB each, 4 timed passes",
+             "16 CPUs: TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s "
+             "+26.9% (stress-ng)",
+             DIRTY_FIXED_METRICS, [DIRTY_FLUSH], boot={"cpus": 8},
+             histograms=BATCH_HISTOGRAMS),
     Workload("fault-latency", "seed 002's risk: one thread dirties anonymous memory in a "
              "memcg whose memory.high is a quarter of it, swap on zram, while another "
              "times each store to one of its own pages that reclaim swapped out",
@@ -312,6 +357,11 @@ WORKLOADS = [
              [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+def default_names():
+    """The workloads a bench runs when none is named: all but the retired."""
+    return [w.name for w in WORKLOADS if not w.retired]
 
 
 def of_runs(runs, source):
