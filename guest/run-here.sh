@@ -183,6 +183,8 @@ lab_bench() {
 		awk -v d="$XFS" '$2 == d && $3 == "xfs" { found = 1 }
 			END { exit !found }' "$ROOT/proc/mounts" ||
 			LAB_SKIP="$XFS is not an XFS mount point (-x XFS_DIR)" ;;
+	dirty-reclaim-fixed*)
+		;;
 	bigheap | dirty-reclaim*)
 		[ -x /usr/bin/stress-ng ] || LAB_SKIP="no /usr/bin/stress-ng" ;;
 	esac

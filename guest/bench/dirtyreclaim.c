@@ -1,48 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dirtyreclaim - the seed 002 workload, scaled: stress-ng --vm workers
- * keep writing a working set four times larger than their memory cgroup's
- * limit, so reclaim keeps unmapping dirty anonymous folios and swapping
- * them out.  A fixed operation count makes throughput comparable.
- *
- * The limit is memory.high, not memory.max: over it, a task reclaims and is
- * throttled on its way back to user space, and is never OOM-killed.  With
- * memory.max, two workers thrashing one small cgroup saw 1 to 9 memcg OOM
- * kills per run, each killed worker respawned by stress-ng, so no two runs
- * did the same work.
+ * dirtyreclaim - the seed 002 workload, scaled: workers keep writing a
+ * working set four times larger than their memory cgroup's limit, so
+ * reclaim keeps unmapping dirty anonymous folios and swapping them out.
+ * It has two forms.
  *
  *   dirtyreclaim [WORKERS] [TOTAL_MB] [OPS] [cpu]  (default 2, 256 MB, 200)
+ *
+ * The stress-ng form, the seed's own: stress-ng --vm workers, which share
+ * TOTAL_MB (--vm-bytes) and OPS (--vm-ops), in a cgroup whose memory.high
+ * is a quarter of TOTAL_MB.  The limit is memory.high, not memory.max:
+ * over it, a task reclaims and is throttled on its way back to user space,
+ * and is never OOM-killed; with memory.max, two workers thrashing one
+ * small cgroup saw 1 to 9 memcg OOM kills per run, each killed worker
+ * respawned by stress-ng.  Its runs still do not repeat, on stock kernels
+ * too: the same run swaps out different amounts from one time to the
+ * next, some runs swap a whole working set out as zero-filled pages and
+ * fault it back (swpout_zero, swpin_zero), and some activate every page
+ * where others activate none (pgactivate).  It prints METRIC elapsed_ns
+ * (stress-ng's whole run), cpu_ns (user and system time of stress-ng and
+ * its workers, which under icount is instructions executed, reclaim in
+ * their context included, throttling sleeps not), time_ns (elapsed_ns, or
+ * cpu_ns with "cpu"), bogo_ops, limit_kb and oom_kills.
+ *
  *   dirtyreclaim WORKERS TOTAL_MB PASSES fixed
  *
- * stress-ng shares TOTAL_MB (--vm-bytes) and OPS (--vm-ops) among its
- * workers.
+ * The fixed form, whose work is the same each run: WORKERS processes, in
+ * one cgroup as in the seed, each store one word in every 4 kB page of
+ * their TOTAL_MB / WORKERS, PASSES times in address order.  The first
+ * pass fills memory before the cgroup's memory.max (a quarter of
+ * TOTAL_MB) is set; the others are timed, and in each every page is
+ * swapped in, dirtied and swapped out again.  Each store first checks the
+ * word the pass before left.  No worker is respawned, and an OOM kill
+ * makes the run invalid as in the other form.  It prints METRIC time_ns (the workers' CPU time in the
+ * timed passes), elapsed_ns (from the limit to the end of the last timed
+ * pass), passes (timed), limit_kb, oom_kills and lost_pages (pages that
+ * did not hold their last store: swapped-out data that came back wrong).
  *
- * Runs of the stress-ng form do not repeat, on stock kernels too: the same
- * run swapped out different amounts from one time to the next, some runs
- * swapped a whole working set out as zero-filled pages and faulted it back
- * (swpout_zero, swpin_zero), and some activated every page where others
- * activated none (pgactivate).  Which of stress-ng's traits causes which
- * was not isolated.  The fixed form has none of them:
- *
- *   dirtyreclaim WORKERS TOTAL_MB PASSES fixed
- *
- * Each worker has a memory cgroup of its own and stores one word in each
- * 4 kB page of its TOTAL_MB / WORKERS, PASSES times in address order.  The
- * first pass runs before its cgroup's memory.max (a quarter of the
- * worker's memory) is set, the others are timed: each page of them is
- * swapped in, dirtied and swapped out again.  Each store checks the word
- * the pass before left, so a lost store fails the run (exit 2).  It prints
- * METRIC time_ns and cpu_ns (the workers' CPU time in the timed passes),
- * elapsed_ns (the timed passes, first start to last end), passes,
- * limit_kb (per worker) and oom_kills (exit 3 if not 0).
- *
- * The stress-ng form prints METRIC elapsed_ns (stress-ng's whole run),
- * cpu_ns (user and system time of stress-ng and its workers, which under
- * icount is instructions executed, reclaim in their context included,
- * throttling sleeps not), time_ns (the measured phase: elapsed_ns, or
- * cpu_ns with "cpu"), bogo_ops, limit_kb and the number of OOM kills in
- * the cgroup; exits 3 (run not valid) if that is not 0.
+ * Both forms exit 3 (run not valid) when the cgroup saw an OOM kill; the
+ * fixed form exits 2 when a page lost a store.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,122 +72,152 @@ static long long self_cpu_ns(void)
 }
 
 /* the word pass @pass stores in page @page: never zero */
-static unsigned long stamp(long pass, size_t page)
+static uint64_t stamp(long pass, size_t page)
 {
-	return (unsigned long)pass << 32 | page << 1 | 1;
+	return (uint64_t)pass << 40 | (uint64_t)page << 1 | 1;
 }
 
-/*
- * One worker of the fixed form, in cgroup @cg: fill @mb, tell the parent
- * (@ready: 'r', or 'f' when it could not start), wait for its limit to be
- * set (@go), then time @passes - 1 passes and send the CPU time on @res.
- * Exit status 2: a page did not hold the word stored in it by the pass
- * before.
- */
-static int fixed_worker(const char *cg, long mb, long passes, int ready, int go,
-			int res)
-{
-	size_t size = (size_t)mb << 20, page;
-	unsigned long *buf, lost = 0;
-	long long cpu = 0;
-	long pass;
-	char c;
+/* what a worker of the fixed form sends its parent when it ends */
+struct fixed_result {
+	long long cpu_ns;	/* CPU time of the timed passes */
+	long long end_ns;	/* CLOCK_MONOTONIC at the end of the last one */
+	long long lost;		/* pages that did not hold their last store */
+};
 
-	buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
+/*
+ * One worker of the fixed form: fill @mb, close @ready to tell the parent,
+ * wait for the limit (a byte on @go), then time @passes - 1 passes and
+ * send a struct fixed_result on @res.
+ */
+static int fixed_worker(long mb, long passes, int ready, int go, int res)
+{
+	size_t pages = (size_t)mb << 20 >> 12, page;
+	struct fixed_result r = { 0 };
+	char *buf, c;
+	long pass;
+
+	buf = mmap(NULL, pages << 12, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (lab_cg_move(cg, 0) || buf == MAP_FAILED) {
-		fprintf(stderr, "dirtyreclaim: worker in %s cannot start\n", cg);
-		if (write(ready, "f", 1) != 1)
-			perror("dirtyreclaim: write");
+	if (buf == MAP_FAILED)
 		return 1;
-	}
 	for (pass = 1; pass <= passes; pass++) {
 		if (pass == 2) {
-			if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 1)
+			close(ready);
+			if (read(go, &c, 1) != 1)
 				return 1;
-			cpu = self_cpu_ns();
+			r.cpu_ns = self_cpu_ns();
 		}
-		for (page = 0; page < size / 4096; page++) {
-			volatile unsigned long *p = buf + page * 4096 / sizeof(*buf);
+		for (page = 0; page < pages; page++) {
+			volatile uint64_t *p = (uint64_t *)(buf + (page << 12));
 
 			if (pass > 1 && *p != stamp(pass - 1, page))
-				lost++;
+				r.lost++;
 			*p = stamp(pass, page);
 		}
 	}
-	cpu = self_cpu_ns() - cpu;
-	if (write(res, &cpu, sizeof(cpu)) != sizeof(cpu))
-		return 1;
-	if (lost)
-		fprintf(stderr, "dirtyreclaim: %lu pages lost a store\n", lost);
-	return lost ? 2 : 0;
+	r.cpu_ns = self_cpu_ns() - r.cpu_ns;
+	r.end_ns = now_ns();
+	return write(res, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
 }
 
+/*
+ * The fixed form (see the top of the file).  Each worker has a ready pipe
+ * of its own, which it closes once it has filled its memory: the parent
+ * reads end of file there whether the worker got that far or died, so a
+ * worker that fails never leaves the parent waiting.
+ */
 static int fixed_form(long workers, long total, long passes)
 {
-	long mb = total / workers, i, kills = 0;
-	long long t0, t1, cpu = 0, c;
-	int rp[2], gp[2], xp[2], err = 0;
-	char cg[64], limit[32], path[256];
+	long long t0, end = 0, cpu = 0, lost = 0;
+	long mb = total / workers, i, got = 0, kills;
+	int gp[2], xp[2], err = 0;
+	struct fixed_result r;
+	char limit[32], c;
+	int ready[64];
 
-	if (lab_cg_enable_memory() || pipe(rp) || pipe(gp) || pipe(xp))
+	if (workers < 1 || workers > 64 || passes < 2 || mb < 4) {
+		fprintf(stderr, "dirtyreclaim: fixed form needs 1-64 workers, "
+			"2 or more passes, 4 MB or more per worker\n");
 		return 1;
+	}
+	if (lab_cg_enable_memory() || lab_cg_create(CG) ||
+	    lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max", "max") ||
+	    lab_cg_move(CG, 0) || pipe(gp) || pipe(xp)) {
+		fprintf(stderr, "dirtyreclaim: cannot set up cgroup %s\n", CG);
+		return 1;
+	}
 	for (i = 0; i < workers; i++) {
-		snprintf(cg, sizeof(cg), CG "-%ld", i);
-		if (lab_cg_create(cg)) {
-			fprintf(stderr, "dirtyreclaim: cannot create cgroup %s\n", cg);
-			return 1;
+		int rp[2];
+		pid_t pid;
+
+		if (pipe(rp) || (pid = fork()) < 0) {
+			perror("dirtyreclaim: worker");
+			err = 1;
+			break;
 		}
+		if (!pid) {
+			close(rp[0]);
+			close(gp[1]);
+			close(xp[0]);
+			_exit(fixed_worker(mb, passes, rp[1], gp[0], xp[1]));
+		}
+		close(rp[1]);
+		ready[i] = rp[0];
 	}
-	for (i = 0; i < workers; i++) {
-		snprintf(cg, sizeof(cg), CG "-%ld", i);
-		if (!fork())
-			_exit(fixed_worker(cg, mb, passes, rp[1], gp[0], xp[1]));
-	}
+	workers = i;
+	close(gp[0]);
 	close(xp[1]);
 	for (i = 0; i < workers; i++) {
-		char ch;
-
-		if (read(rp[0], &ch, 1) != 1 || ch != 'r')
+		if (read(ready[i], &c, 1) != 0)
 			err = 1;
+		close(ready[i]);
 	}
-	/* each limit reclaims its cgroup down to it here, before the timing */
-	snprintf(limit, sizeof(limit), "%ldM", mb / 4);
-	for (i = 0; i < workers; i++) {
-		snprintf(path, sizeof(path), LAB_CGROUP_ROOT "/" CG "-%ld/memory.max", i);
-		if (lab_write_file(path, limit))
-			err = 1;
-	}
+	/*
+	 * The limit reclaims the cgroup down to it here, before the timing;
+	 * the parent then leaves the cgroup, so only the workers are in it.
+	 */
+	snprintf(limit, sizeof(limit), "%ldM", total / 4);
+	if (lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max", limit) ||
+	    lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0"))
+		err = 1;
 	t0 = now_ns();
 	for (i = 0; i < workers; i++)
 		if (write(gp[1], "g", 1) != 1)
 			err = 1;
+	close(gp[1]);
+	while (read(xp[0], &r, sizeof(r)) == sizeof(r)) {
+		got++;
+		cpu += r.cpu_ns;
+		lost += r.lost;
+		if (r.end_ns > end)
+			end = r.end_ns;
+	}
 	for (i = 0; i < workers; i++) {
 		int st;
 
-		wait(&st);
-		if (!WIFEXITED(st) || WEXITSTATUS(st))
-			err = WIFEXITED(st) && WEXITSTATUS(st) == 2 ? 2 : 1;
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			err = 1;
 	}
-	t1 = now_ns();
-	while (read(xp[0], &c, sizeof(c)) == sizeof(c))
-		cpu += c;
-	for (i = 0; i < workers; i++) {
-		snprintf(cg, sizeof(cg), CG "-%ld", i);
-		kills += lab_cg_oom_kills(cg);
-		lab_cg_remove(cg);
-	}
+	if (got != workers)
+		err = 1;
+	kills = lab_cg_oom_kills(CG);
+	if (kills < 0)
+		err = 1;
+	if (lab_cg_remove(CG))
+		fprintf(stderr, "dirtyreclaim: cannot remove cgroup %s\n", CG);
 	printf("METRIC time_ns %lld\n", cpu);
-	printf("METRIC elapsed_ns %lld\n", t1 - t0);
-	printf("METRIC cpu_ns %lld\n", cpu);
+	printf("METRIC elapsed_ns %lld\n", end - t0);
 	printf("METRIC passes %ld\n", passes - 1);
-	printf("METRIC limit_kb %ld\n", mb / 4 * 1024);
+	printf("METRIC limit_kb %ld\n", total / 4 * 1024);
 	printf("METRIC oom_kills %ld\n", kills);
-	if (kills) {
+	printf("METRIC lost_pages %lld\n", lost);
+	if (lost)
+		fprintf(stderr, "dirtyreclaim: %lld pages lost a store\n", lost);
+	if (kills > 0) {
 		fprintf(stderr, "dirtyreclaim: %ld OOM kills; run not valid\n", kills);
 		return 3;
 	}
-	return err;
+	return lost ? 2 : err;
 }
 
 int main(int argc, char **argv)

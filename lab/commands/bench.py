@@ -167,6 +167,11 @@ def state_problems(w, flavour, mode, rec):
     return why
 
 
+# a run whose workload found data it stored gone (dirtyreclaim's fixed form):
+# left out like any failed run, and it fails the whole bench
+LOST = "lost stores"
+
+
 def judge(boot_text, runs, flavour):
     """Mark the runs of a boot to leave out: rec['excluded'] lists why (a
     non-zero exit, a setup step that failed, knobs that did not read back
@@ -175,6 +180,9 @@ def judge(boot_text, runs, flavour):
     kept, out = [], []
     for rec in runs:
         why = [] if rec["exit"] == 0 else [f"exit {rec['exit']}"]
+        lost = rec.get("metrics", {}).get("lost_pages", 0)
+        if lost:
+            why.append(f"{LOST} ({lost} pages)")
         why += failed.get((rec["workload"], rec["mode"], str(rec["rep"])), [])
         why += state_problems(BY_NAME[rec["workload"]], flavour, rec["mode"], rec)
         if why:
@@ -431,11 +439,17 @@ def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=Tru
 
 def verdict(boots):
     """The bench command's exit status: 1 when a boot's console holds a
-    kernel report (the report lists them per boot), else 0."""
+    kernel report (the report lists them per boot) or a run lost data it
+    stored, else 0."""
     bad = [b for b in boots if b["kernel_reports"]]
     for b in bad:
         warn(f"{b['name']}: {b['kernel_reports']} kernel report(s): {b['first_report']}")
-    return 1 if bad else 0
+    lost = [(b, r) for b in boots for r in b["excluded"]
+            if any(why.startswith(LOST) for why in r["excluded"])]
+    for b, r in lost:
+        warn(f"{b['name']}: {r['workload']} {r['mode']} rep {r['rep']}: "
+             f"{'; '.join(r['excluded'])}")
+    return 1 if bad or lost else 0
 
 
 def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,

@@ -25,7 +25,7 @@ import re
 import shutil
 
 from ..core import config
-from ..core.util import LabError, say
+from ..core.util import LabError, say, warn
 from ..guest import image
 from ..guest.workloads import BY_NAME, WORKLOADS, plan
 from ..kernel import source
@@ -71,6 +71,9 @@ def bundle(dest, arch_name, names=None, quick=False, reps=3):
     if reps < 1:
         raise LabError("--repeats must be at least 1")
     chosen = [BY_NAME[n] for n in names]
+    for w in chosen:
+        if w.retired:
+            warn(f"{w.name} is retired: {w.retired}")
     source.fetch()
     log = config.log_dir() / f"bundle-{arch_name}.log"
     log.write_text("")
