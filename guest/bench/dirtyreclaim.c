@@ -25,21 +25,26 @@
  *
  *   dirtyreclaim WORKERS TOTAL_MB PASSES fixed
  *
- * The fixed form, whose work is the same each run: WORKERS processes, in
- * one cgroup as in the seed, each store one word in every 4 kB page of
- * their TOTAL_MB / WORKERS, PASSES times in address order.  The first
- * pass fills memory before the cgroup's memory.max (a quarter of
- * TOTAL_MB) is set; the others are timed, and in each every page is
- * swapped in, dirtied and swapped out again.  Each store first checks the
- * word the pass before left.  No worker is respawned, and an OOM kill
- * makes the run invalid as in the other form.  It prints METRIC time_ns (the workers' CPU time in the
- * timed passes), elapsed_ns (from the limit to the end of the last timed
- * pass), passes (timed), limit_kb, oom_kills and lost_pages (pages that
- * did not hold their last store: swapped-out data that came back wrong).
+ * The fixed form, whose stores are the same each run: WORKERS processes
+ * in one cgroup, as in the seed, worker i bound to CPU i modulo the CPUs
+ * online, so that each runs on the same CPU every run.  Each stores one
+ * word in every 4 kB page of its TOTAL_MB / WORKERS, PASSES times in
+ * address order.  The first pass fills memory before the cgroup's
+ * memory.max (a quarter of TOTAL_MB) is set; the others are timed, and in
+ * each every page is swapped in, dirtied and swapped out again.  Each
+ * store first checks the word the pass before left.  No worker is
+ * respawned, and an OOM kill makes the run invalid as in the other form.
+ * It prints METRIC time_ns (the workers' CPU time in the timed passes),
+ * elapsed_ns (from the limit to the end of the last timed pass), passes
+ * (timed), limit_kb, oom_kills and lost_stores (pages found without the
+ * word the pass before stored, counted per page and pass: swapped-out
+ * data that came back wrong).
  *
  * Both forms exit 3 (run not valid) when the cgroup saw an OOM kill; the
- * fixed form exits 2 when a page lost a store.
+ * fixed form otherwise exits 2 when a store was found missing.
  */
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,20 +86,26 @@ static uint64_t stamp(long pass, size_t page)
 struct fixed_result {
 	long long cpu_ns;	/* CPU time of the timed passes */
 	long long end_ns;	/* CLOCK_MONOTONIC at the end of the last one */
-	long long lost;		/* pages that did not hold their last store */
+	long long lost;		/* stores found missing, one per page and pass */
 };
 
 /*
- * One worker of the fixed form: fill @mb, close @ready to tell the parent,
- * wait for the limit (a byte on @go), then time @passes - 1 passes and
- * send a struct fixed_result on @res.
+ * One worker of the fixed form, on CPU @cpu: fill @mb, close @ready to tell
+ * the parent, wait for the limit (a byte on @go), then time @passes - 1
+ * passes and send a struct fixed_result on @res.
  */
-static int fixed_worker(long mb, long passes, int ready, int go, int res)
+static int fixed_worker(int cpu, long mb, long passes, int ready, int go, int res)
 {
 	size_t pages = (size_t)mb << 20 >> 12, page;
 	struct fixed_result r = { 0 };
+	cpu_set_t set;
 	char *buf, c;
 	long pass;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return 1;
 
 	buf = mmap(NULL, pages << 12, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -121,37 +132,43 @@ static int fixed_worker(long mb, long passes, int ready, int go, int res)
 }
 
 /*
- * The fixed form (see the top of the file).  Each worker has a ready pipe
- * of its own, which it closes once it has filled its memory: the parent
- * reads end of file there whether the worker got that far or died, so a
- * worker that fails never leaves the parent waiting.
+ * The workers of the fixed form, in cgroup CG: start them, set the limit
+ * once they have filled their memory, time them.  Each worker has a ready
+ * pipe of its own, which it closes once it has filled its memory: the
+ * parent reads end of file there whether the worker got that far or died,
+ * so a worker that fails never leaves the parent waiting.  Returns 0, or
+ * 1 when something failed; *res gets the workers' results summed.
  */
-static int fixed_form(long workers, long total, long passes)
+static int fixed_run(long workers, long total, long passes, int ncpus,
+		     struct fixed_result *sum, long long *elapsed)
 {
-	long long t0, end = 0, cpu = 0, lost = 0;
-	long mb = total / workers, i, got = 0, kills;
-	int gp[2], xp[2], err = 0;
+	long mb = total / workers, i, got = 0;
 	struct fixed_result r;
+	int gp[2], xp[2], err = 0;
+	long long t0, end = 0;
 	char limit[32], c;
 	int ready[64];
 
-	if (workers < 1 || workers > 64 || passes < 2 || mb < 4) {
-		fprintf(stderr, "dirtyreclaim: fixed form needs 1-64 workers, "
-			"2 or more passes, 4 MB or more per worker\n");
+	if (pipe(gp))
 		return 1;
-	}
-	if (lab_cg_enable_memory() || lab_cg_create(CG) ||
-	    lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max", "max") ||
-	    lab_cg_move(CG, 0) || pipe(gp) || pipe(xp)) {
-		fprintf(stderr, "dirtyreclaim: cannot set up cgroup %s\n", CG);
+	if (pipe(xp)) {
+		close(gp[0]);
+		close(gp[1]);
 		return 1;
 	}
 	for (i = 0; i < workers; i++) {
 		int rp[2];
 		pid_t pid;
 
-		if (pipe(rp) || (pid = fork()) < 0) {
-			perror("dirtyreclaim: worker");
+		if (pipe(rp)) {
+			err = 1;
+			break;
+		}
+		pid = fork();
+		if (pid < 0) {
+			perror("dirtyreclaim: fork");
+			close(rp[0]);
+			close(rp[1]);
 			err = 1;
 			break;
 		}
@@ -159,7 +176,7 @@ static int fixed_form(long workers, long total, long passes)
 			close(rp[0]);
 			close(gp[1]);
 			close(xp[0]);
-			_exit(fixed_worker(mb, passes, rp[1], gp[0], xp[1]));
+			_exit(fixed_worker(i % ncpus, mb, passes, rp[1], gp[0], xp[1]));
 		}
 		close(rp[1]);
 		ready[i] = rp[0];
@@ -177,8 +194,9 @@ static int fixed_form(long workers, long total, long passes)
 	 * the parent then leaves the cgroup, so only the workers are in it.
 	 */
 	snprintf(limit, sizeof(limit), "%ldM", total / 4);
-	if (lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max", limit) ||
-	    lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0"))
+	if (lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max", limit))
+		err = 1;
+	if (lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0"))
 		err = 1;
 	t0 = now_ns();
 	for (i = 0; i < workers; i++)
@@ -187,37 +205,73 @@ static int fixed_form(long workers, long total, long passes)
 	close(gp[1]);
 	while (read(xp[0], &r, sizeof(r)) == sizeof(r)) {
 		got++;
-		cpu += r.cpu_ns;
-		lost += r.lost;
+		sum->cpu_ns += r.cpu_ns;
+		sum->lost += r.lost;
 		if (r.end_ns > end)
 			end = r.end_ns;
 	}
+	close(xp[0]);
 	for (i = 0; i < workers; i++) {
 		int st;
 
 		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 			err = 1;
 	}
-	if (got != workers)
-		err = 1;
+	if (got != workers || !got)
+		return 1;
+	*elapsed = end - t0;
+	return err;
+}
+
+/* The fixed form (see the top of the file). */
+static int fixed_form(long workers, long total, long passes)
+{
+	int ncpus = sysconf(_SC_NPROCESSORS_ONLN), err;
+	struct fixed_result sum = { 0 };
+	long long elapsed = 0;
+	long kills;
+
+	if (workers < 1 || workers > 64 || passes < 2 || total / workers < 4 ||
+	    ncpus < 1) {
+		fprintf(stderr, "dirtyreclaim: the fixed form needs 1 to 64 workers, "
+			"2 or more passes and 4 MB or more per worker\n");
+		return 1;
+	}
+	/* no worker left to read "go" must not kill the parent */
+	signal(SIGPIPE, SIG_IGN);
+	/* a cgroup left by an earlier run would bring its limits and events */
+	if (lab_cg_enable_memory() || lab_cg_remove(CG) || lab_cg_create(CG)) {
+		fprintf(stderr, "dirtyreclaim: cannot create cgroup %s\n", CG);
+		return 1;
+	}
+	err = lab_cg_move(CG, 0) ||
+	      fixed_run(workers, total, passes, ncpus, &sum, &elapsed);
+	/* leave the cgroup on every path (done already when the run got far) */
+	lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0");
 	kills = lab_cg_oom_kills(CG);
 	if (kills < 0)
 		err = 1;
-	if (lab_cg_remove(CG))
+	if (lab_cg_remove(CG)) {
 		fprintf(stderr, "dirtyreclaim: cannot remove cgroup %s\n", CG);
-	printf("METRIC time_ns %lld\n", cpu);
-	printf("METRIC elapsed_ns %lld\n", end - t0);
+		err = 1;
+	}
+	if (err && !sum.lost && kills <= 0)
+		return 1;
+	printf("METRIC time_ns %lld\n", sum.cpu_ns);
+	printf("METRIC elapsed_ns %lld\n", elapsed);
 	printf("METRIC passes %ld\n", passes - 1);
 	printf("METRIC limit_kb %ld\n", total / 4 * 1024);
-	printf("METRIC oom_kills %ld\n", kills);
-	printf("METRIC lost_pages %lld\n", lost);
-	if (lost)
-		fprintf(stderr, "dirtyreclaim: %lld pages lost a store\n", lost);
+	printf("METRIC oom_kills %ld\n", kills > 0 ? kills : 0);
+	printf("METRIC lost_stores %lld\n", sum.lost);
 	if (kills > 0) {
 		fprintf(stderr, "dirtyreclaim: %ld OOM kills; run not valid\n", kills);
 		return 3;
 	}
-	return lost ? 2 : err;
+	if (sum.lost) {
+		fprintf(stderr, "dirtyreclaim: %lld stores found missing\n", sum.lost);
+		return 2;
+	}
+	return err;
 }
 
 int main(int argc, char **argv)

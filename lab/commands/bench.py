@@ -167,8 +167,8 @@ def state_problems(w, flavour, mode, rec):
     return why
 
 
-# a run whose workload found data it stored gone (dirtyreclaim's fixed form):
-# left out like any failed run, and it fails the whole bench
+# a run whose workload found data it stored gone (dirtyreclaim's fixed form,
+# METRIC lost_stores): left out like any failed run, and it fails the bench
 LOST = "lost stores"
 
 
@@ -180,9 +180,9 @@ def judge(boot_text, runs, flavour):
     kept, out = [], []
     for rec in runs:
         why = [] if rec["exit"] == 0 else [f"exit {rec['exit']}"]
-        lost = rec.get("metrics", {}).get("lost_pages", 0)
+        lost = rec.get("metrics", {}).get("lost_stores", 0)
         if lost:
-            why.append(f"{LOST} ({lost} pages)")
+            why.append(f"{LOST} ({lost})")
         why += failed.get((rec["workload"], rec["mode"], str(rec["rep"])), [])
         why += state_problems(BY_NAME[rec["workload"]], flavour, rec["mode"], rec)
         if why:
