@@ -152,7 +152,21 @@ DIRTY_FIXED_METRICS = [
     ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
     ("elapsed instruction-time of the timed passes (ns)", "metrics", "elapsed_ns",
      False)]
-# why the stress-ng forms but the seed's own shape are no longer run
+
+
+def _dirty_fixed(name, workers, what, seed, **kw):
+    """A dirty-reclaim workload of dirtyreclaim's fixed form: WORKERS share
+    512 MB (256 at --quick), memory.max a quarter of it, 4 timed passes."""
+    return Workload(
+        name, what, _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
+        ["/lab/bench/dirtyreclaim", str(workers), "512", "5", "fixed"],
+        ["/lab/bench/dirtyreclaim", str(workers), "256", "5", "fixed"],
+        f"{workers} workers of {512 // workers} MB, memory.max 128 MB, 4 timed passes",
+        f"{workers} workers of {256 // workers} MB, memory.max 64 MB, 4 timed passes",
+        seed, DIRTY_FIXED_METRICS, [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS, **kw)
+
+
+# why every stress-ng form but dirty-reclaim (the seed's own) is no longer run
 STRESS_NG_RETIRED = ("its runs did not repeat (stress-ng: see guest/bench/dirtyreclaim.c); "
                      "replaced by the fixed form, dirty-reclaim-fixed*")
 # fault-latency: classic LRU, 4 kB pages, swap on zram; the toucher's fault
@@ -319,29 +333,17 @@ WORKLOADS = [
                False)],
              [DIRTY_FLUSH], boot={"cpus": 1}, histograms=BATCH_HISTOGRAMS,
              retired=STRESS_NG_RETIRED),
-    Workload("dirty-reclaim-fixed", "seed 002 with fixed work: 2 workers on 2 vCPUs in "
-             "a memcg whose memory.max is a quarter of their memory, swap on a RAM "
-             "disk; each timed pass swaps every page in, dirties it and swaps it out "
-             "again; the time is the workers' CPU time",
-             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             ["/lab/bench/dirtyreclaim", "2", "512", "5", "fixed"],
-             ["/lab/bench/dirtyreclaim", "2", "256", "5", "fixed"],
-             "2 workers of 256 MB, memory.max 128 MB, 4 timed passes",
-             "2 workers of 128 MB, memory.max 64 MB, 4 timed passes",
-             "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9% "
-             "(stress-ng, 16 CPUs)",
-             DIRTY_FIXED_METRICS, [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
-    Workload("dirty-reclaim-fixed-8cpu", "the same with 8 workers on 8 vCPUs, so that "
-             "reclaim unmaps pages of processes running on other CPUs more often",
-             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             ["/lab/bench/dirtyreclaim", "8", "512", "5", "fixed"],
-             ["/lab/bench/dirtyreclaim", "8", "256", "5", "fixed"],
-             "8 workers of 64 MB, memory.max 128 MB, 4 timed passes",
-             "8 workers of 32 MB, memory.max 64 MB, 4 timed passes",
-             "16 CPUs: TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s "
-             "+26.9% (stress-ng)",
-             DIRTY_FIXED_METRICS, [DIRTY_FLUSH], boot={"cpus": 8},
-             histograms=BATCH_HISTOGRAMS),
+    _dirty_fixed("dirty-reclaim-fixed", 2, "seed 002 with fixed work: 2 workers on 2 "
+                 "vCPUs in a memcg whose memory.max is a quarter of their memory, swap "
+                 "on a RAM disk; each timed pass swaps every page in, dirties it and "
+                 "swaps it out again; the time is the workers' CPU time",
+                 "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9% "
+                 "(stress-ng, 16 CPUs)"),
+    _dirty_fixed("dirty-reclaim-fixed-8cpu", 8, "the same with 8 workers on 8 vCPUs, so "
+                 "that more of the pages reclaim unmaps belong to a process running on "
+                 "another CPU",
+                 "16 CPUs: TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s "
+                 "+26.9% (stress-ng)", boot={"cpus": 8}),
     Workload("fault-latency", "seed 002's risk: one thread dirties anonymous memory in a "
              "memcg whose memory.high is a quarter of it, swap on zram, while another "
              "times each store to one of its own pages that reclaim swapped out",
