@@ -67,11 +67,12 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static long long self_cpu_ns(void)
+/* user and system time of @who (RUSAGE_SELF, RUSAGE_CHILDREN), in ns */
+static long long cpu_ns_of(int who)
 {
 	struct rusage ru;
 
-	getrusage(RUSAGE_SELF, &ru);
+	getrusage(who, &ru);
 	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 }
@@ -116,7 +117,7 @@ static int fixed_worker(int cpu, long mb, long passes, int ready, int go, int re
 			close(ready);
 			if (read(go, &c, 1) != 1)
 				return 1;
-			r.cpu_ns = self_cpu_ns();
+			r.cpu_ns = cpu_ns_of(RUSAGE_SELF);
 		}
 		for (page = 0; page < pages; page++) {
 			volatile uint64_t *p = (uint64_t *)(buf + (page << 12));
@@ -126,7 +127,7 @@ static int fixed_worker(int cpu, long mb, long passes, int ready, int go, int re
 			*p = stamp(pass, page);
 		}
 	}
-	r.cpu_ns = self_cpu_ns() - r.cpu_ns;
+	r.cpu_ns = cpu_ns_of(RUSAGE_SELF) - r.cpu_ns;
 	r.end_ns = now_ns();
 	return write(res, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
 }
@@ -137,7 +138,8 @@ static int fixed_worker(int cpu, long mb, long passes, int ready, int go, int re
  * pipe of its own, which it closes once it has filled its memory: the
  * parent reads end of file there whether the worker got that far or died,
  * so a worker that fails never leaves the parent waiting.  Returns 0, or
- * 1 when something failed; *res gets the workers' results summed.
+ * 1 when something failed; *sum gets the workers' results summed and
+ * *elapsed the time from the limit to the end of the last timed pass.
  */
 static int fixed_run(long workers, long total, long passes, int ncpus,
 		     struct fixed_result *sum, long long *elapsed)
@@ -282,7 +284,6 @@ int main(int argc, char **argv)
 	int cpu_time = argc > 4 && !strcmp(argv[4], "cpu");
 	char w[16], bytes[32], o[32], limit[32];
 	long long t0, t1, cpu;
-	struct rusage ru;
 	long kills;
 	int status;
 	pid_t pid;
@@ -312,9 +313,7 @@ int main(int argc, char **argv)
 	waitpid(pid, &status, 0);
 	t1 = now_ns();
 	/* stress-ng and its workers, reclaim in their context included */
-	getrusage(RUSAGE_CHILDREN, &ru);
-	cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
-	      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+	cpu = cpu_ns_of(RUSAGE_CHILDREN);
 	printf("METRIC time_ns %lld\n", cpu_time ? cpu : t1 - t0);
 	printf("METRIC elapsed_ns %lld\n", t1 - t0);
 	printf("METRIC cpu_ns %lld\n", cpu);
