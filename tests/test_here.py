@@ -309,13 +309,12 @@ def test_retired_workloads_run_only_when_named(monkeypatch):
     def stop():
         raise SystemExit("stopped before any build")
     monkeypatch.setattr(bench.source, "apply", stop)
-    monkeypatch.setattr(bench, "warn", said.append)
+    monkeypatch.setattr(workloads, "warn", said.append)
     with pytest.raises(SystemExit):
         bench.main(["arm64"], ["dirty-reclaim-1w"], quick=True)
     assert any(m.startswith("dirty-reclaim-1w is retired: ") for m in said)
     said.clear()
     monkeypatch.setattr(here.source, "fetch", stop)
-    monkeypatch.setattr(here, "warn", said.append)
     with pytest.raises(SystemExit):
         here.bundle(Path("/nonexistent"), "arm64", ["dirty-reclaim-1w"])
     assert any(m.startswith("dirty-reclaim-1w is retired: ") for m in said)

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..core import config
 from ..core.util import LabError, Timer, say, warn
 from ..guest import cache, image, results, run
-from ..guest.workloads import BY_NAME, PROBE_REP, WORKLOADS, default_names, plan
+from ..guest.workloads import BY_NAME, PROBE_REP, default_names, named, plan
 from ..kernel import build, source
 from ..outputs import report
 from ..outputs.report import instr_time, spread
@@ -342,15 +342,7 @@ def stock_key(arch_name, kernel, plan_text, env, kwargs):
 def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
          use_cache=True):
     t = Timer()
-    names = workloads or default_names()
-    unknown = [n for n in names if n not in BY_NAME]
-    if unknown:
-        raise LabError(f"unknown workload(s): {', '.join(unknown)} "
-                       f"(known: {', '.join(BY_NAME)})")
-    chosen = [BY_NAME[n] for n in names]
-    for w in chosen:
-        if w.retired:
-            warn(f"{w.name} is retired: {w.retired}")
+    chosen = named(workloads or default_names())
     nowhere = [w.name for w in chosen if not any(w.runs_on(a) for a in arches)]
     if nowhere and workloads:
         raise LabError(f"{', '.join(nowhere)}: not a workload for "

@@ -25,9 +25,9 @@ import re
 import shutil
 
 from ..core import config
-from ..core.util import LabError, say, warn
+from ..core.util import LabError, say
 from ..guest import image
-from ..guest.workloads import BY_NAME, WORKLOADS, plan
+from ..guest.workloads import BY_NAME, default_names, named, plan
 from ..kernel import source
 
 PLAN = "bench-plan.sh"
@@ -54,26 +54,18 @@ def default_workloads(arch_name):
     """The workloads of a bundle when none is named: those of the arch,
     but not a retired one, nor one that boots a QEMU CPU model of its own,
     which on a machine would run again what its default-CPU twin runs."""
-    return [w.name for w in WORKLOADS
-            if w.runs_on(arch_name) and "cpu" not in w.boot and not w.retired]
+    return [n for n in default_names()
+            if BY_NAME[n].runs_on(arch_name) and "cpu" not in BY_NAME[n].boot]
 
 
 def bundle(dest, arch_name, names=None, quick=False, reps=3):
     """Write a bundle for one arch into dest (see the module docstring)."""
-    names = names or default_workloads(arch_name)
-    unknown = [n for n in names if n not in BY_NAME]
-    if unknown:
-        raise LabError(f"unknown workload(s): {', '.join(unknown)} "
-                       f"(known: {', '.join(BY_NAME)})")
-    other = [n for n in names if not BY_NAME[n].runs_on(arch_name)]
+    chosen = named(names or default_workloads(arch_name))
+    other = [w.name for w in chosen if not w.runs_on(arch_name)]
     if other:
         raise LabError(f"{', '.join(other)}: not a workload for {arch_name}")
     if reps < 1:
         raise LabError("--repeats must be at least 1")
-    chosen = [BY_NAME[n] for n in names]
-    for w in chosen:
-        if w.retired:
-            warn(f"{w.name} is retired: {w.retired}")
     source.fetch()
     log = config.log_dir() / f"bundle-{arch_name}.log"
     log.write_text("")

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core import config
-from ..core.util import LabError
+from ..core.util import LabError, warn
 
 
 @dataclass
@@ -363,6 +363,20 @@ BY_NAME = {w.name: w for w in WORKLOADS}
 def default_names():
     """The workloads a bench runs when none is named: all but the retired."""
     return [w.name for w in WORKLOADS if not w.retired]
+
+
+def named(names):
+    """The workloads of names, for a bench or a bundle: a LabError for a
+    name this lab does not know, a warning for each retired one."""
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise LabError(f"unknown workload(s): {', '.join(unknown)} "
+                       f"(known: {', '.join(BY_NAME)})")
+    chosen = [BY_NAME[n] for n in names]
+    for w in chosen:
+        if w.retired:
+            warn(f"{w.name} is retired: {w.retired}")
+    return chosen
 
 
 def of_runs(runs, source):
