@@ -15,7 +15,7 @@ from lab.outputs import report
 
 REPO = Path(__file__).resolve().parent.parent
 SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
-            "mglru_young_batch", "reclaim_tlb_batch")
+            "mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch")
 THP = "transparent_hugepage"
 
 

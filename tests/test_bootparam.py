@@ -22,7 +22,7 @@ def test_boot_param_sets_two_switches_off_and_ignores_the_rest():
     # no_such_switch=1 is unknown, mremap_batch=2 is no boolean: both ignored
     assert suites.expected_switches(suites.BOOT_PARAM, "x86_64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
-        "mglru_young_batch=1,reclaim_tlb_batch=1")
+        "mglru_young_batch=1,reclaim_tlb_batch=1,mprotect_batch=1")
 
 
 def test_the_boot_param_plan_exports_what_boot_param_sets_once():
@@ -39,7 +39,7 @@ def test_a_changed_boot_param_changes_the_expected_values(monkeypatch):
     after = exported(suites.boot_param_plan())
     assert after != before
     assert after == ["pt_reclaim=0,mremap_batch=0,referenced_batch=0,unmap_batch=0,"
-                     "mglru_young_batch=0,reclaim_tlb_batch=1"]
+                     "mglru_young_batch=0,reclaim_tlb_batch=1,mprotect_batch=0"]
 
 
 def test_the_test_plan_expects_the_defaults():
@@ -54,7 +54,7 @@ def test_the_test_plan_expects_the_defaults():
 def test_every_switch_is_named_once_in_config_order():
     names = [item.split("=")[0] for item in suites.expected_switches("", "x86_64").split(",")]
     assert names == list(config.SWITCHES)
-    assert len(set(names)) == 6
+    assert len(set(names)) == 7
 
 
 @pytest.mark.parametrize("cmdline, changed", [
@@ -70,7 +70,7 @@ def test_every_switch_is_named_once_in_config_order():
      {"pt_reclaim": 0, "unmap_batch": 0, "mremap_batch": 0}),
     ("foliobatch=all=0,pt_reclaim=y,unmap_batch=on,mremap_batch=1x,"
      "referenced_batch=True",
-     {"mglru_young_batch": 0, "reclaim_tlb_batch": 0}),
+     {"mglru_young_batch": 0, "reclaim_tlb_batch": 0, "mprotect_batch": 0}),
     # and what it rejects, with unknown names and items without '='
     ("foliobatch=pt_reclaim=2,unmap_batch=,mremap_batch=o,referenced_batch=ox,"
      "reclaim_tlb_batch=-1,nope=0,all,=0,ALL=0,Pt_reclaim=0", {}),

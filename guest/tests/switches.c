@@ -21,11 +21,11 @@
 #include "lab.h"
 
 #define FB_DIR	"/sys/kernel/mm/foliobatch"
-#define FB_NR	6
+#define FB_NR	7
 
 static const char * const fb_names[FB_NR] = {
 	"pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
-	"mglru_young_batch", "reclaim_tlb_batch",
+	"mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch",
 };
 
 /*

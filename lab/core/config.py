@@ -22,10 +22,10 @@ GUEST = REPO / "guest"
 FLAVOURS = ("stock", "patched")
 VARIANTS = ("default", "debug", "nosplit")
 
-# The runtime switches added by the first patch of the series.
+# The runtime switches of the series (mm/foliobatch.c), in its order.
 SWITCH_DIR = "/sys/kernel/mm/foliobatch"
 SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
-            "mglru_young_batch", "reclaim_tlb_batch")
+            "mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch")
 # What each switch reads after a boot without foliobatch=, per arch: the
 # kernel's defaults (mm/foliobatch.c).  reclaim_tlb_batch starts on only
 # where the arch selects ARCH_WANT_RECLAIM_TLB_BATCH_BY_DEFAULT (x86; the

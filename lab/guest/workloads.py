@@ -197,6 +197,25 @@ FILE_METRICS = [("pgsteal_file", "vmstat", "pgsteal_file"),
                 ("pgscan_file", "vmstat", "pgscan_file")]
 
 
+# the mprotect() calls alone, timed around each pair of calls in the guest
+# program (shown, not held to the switch-off-against-stock check)
+MPROTECT_CALLS = ("mprotect() calls alone (ns, instruction-time)", "metrics",
+                  "mprotect_ns", False)
+
+
+def _mprotect(name, what, setup, kind, seed, metrics=(), mechanisms=(),
+              seed_ratio=None):
+    """A workload of the mprotect program (guest/bench/mprotect.c): 256 MB
+    (64 MB with --quick) of @kind memory, PROT_READ and back 40 (20)
+    times."""
+    return Workload(name, what, _onoff("mprotect_batch"), setup,
+                    ["/lab/bench/mprotect", "262144", "40", kind],
+                    ["/lab/bench/mprotect", "65536", "20", kind],
+                    "256 MB, 40 rounds", "64 MB, 20 rounds", seed,
+                    [MPROTECT_CALLS] + list(metrics), list(mechanisms),
+                    seed_ratio or {})
+
+
 def _pte2m(name, what, mechanisms, **kw):
     """A file-reclaim workload whose page cache holds 2 MB folios, mapped
     by PTEs (filereclaim pte2m), classic LRU."""
@@ -236,6 +255,23 @@ WORKLOADS = [
              ["/lab/bench/mremap", "2048", "5000"], ["/lab/bench/mremap", "2048", "500"],
              "5000 iterations", "500 iterations", "no regression",
              [MREMAP_CALLS, ("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
+    _mprotect("mprotect-64k", "mprotect() batching: 256 MB of 64 KB folios, "
+              "PROT_READ and back, 40 times", "lab_thp_only 64kB", "private",
+              "arm64 M3: 2.0 s -> 0.7 s (-65%); x86: 3.7 s -> 3.7 s",
+              [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+              [UNFOLD, FOLD], {"arm64": 0.7 / 2.0}),
+    _mprotect("mprotect-4k", "mprotect() batching program with 4 KB pages only",
+              "lab_thp_only none", "private",
+              "no regression (upstream: arm64 +10%, x86 +1%)"),
+    _mprotect("mprotect-4k-shared", "mprotect() of 4 KB dirty MAP_SHARED anonymous "
+              "memory (the shared-dirty report against 6.12)",
+              "lab_thp_only none", "shared",
+              "no regression (upstream 6.19: +67% against 6.12 in QEMU)"),
+    _mprotect("mprotect-pte2m", "mprotect() of 2 MB THP mapped by PTEs",
+              "lab_thp_only 2048kB", "pte2m",
+              "arm64 M3: 2.1 s -> 0.65 s (-69%); x86: 3.75 s -> 3.7 s",
+              [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")],
+              [UNFOLD, FOLD], {"arm64": 0.65 / 2.1}),
     Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
              _onoff("mremap_batch"), "lab_thp_only none",
              ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",

@@ -1,0 +1,944 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mprotect_batch.c - tests of mprotect() over PTE-mapped large folios, the
+ * case the mprotect_batch switch makes change_pte_range() handle in batches
+ * (modify_prot_start_ptes() and modify_prot_commit_ptes() over the PTEs of
+ * one folio that agree in every bit but the PFN and the accessed bit).
+ *
+ * The data tests run their checks with /sys/kernel/mm/foliobatch/
+ * mprotect_batch at 0 and at 1 when the switch exists (LAB_FLAVOUR=patched
+ * requires it), and once on a kernel without it (stock).  The mechanism
+ * tests (fixture mech) run as variants "on", "off" (patched) and "stock",
+ * and count kernel calls with kprobes.  The switch and the THP settings are
+ * restored in the teardown.
+ *
+ * Folio sizes are forced with the mTHP knobs (anonymous "enabled", and
+ * "shmem_enabled" for MAP_SHARED anonymous memory), and every test checks in
+ * /proc/kpageflags that it got folios of that size before it changes them.
+ *
+ * Needs root (pagemap PFNs, /proc/kpageflags, clear_refs, THP knobs,
+ * kprobes in tracefs) and 4 KiB pages.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+
+#define MP_SWITCH	"/sys/kernel/mm/foliobatch/mprotect_batch"
+#define PSZ		4096UL
+#define WORDS		(PSZ / sizeof(uint64_t))
+#define RW		(PROT_READ | PROT_WRITE)
+
+/* What every test needs; see mp_setup(). */
+struct mp_env {
+	struct lab_thp thp;
+	struct lab_knob sw;
+	struct lab_knob shmem;
+	int nr_modes;
+	int pm_fd;
+	int kpf_fd;
+	size_t folio;
+	char mode[48];
+};
+
+/*
+ * Saves the switch (if present), the THP settings and the shmem setting of
+ * the folio size, and opens pagemap and kpageflags.  Changes nothing:
+ * mp_mode() writes the knobs, so the teardown always runs after a change.
+ */
+static void mp_setup(struct __test_metadata *_metadata, struct mp_env *env,
+		     unsigned long folio_kb)
+{
+	const char *flavour = getenv("LAB_FLAVOUR");
+	bool has_sw = lab_path_exists(MP_SWITCH);
+	char path[128];
+	int ret;
+
+	env->sw.valid = false;
+	env->shmem.valid = false;
+	env->thp.top.valid = false;
+	env->thp.nr = 0;
+	env->pm_fd = -1;
+	env->kpf_fd = -1;
+	env->folio = folio_kb * LAB_SZ_1K;
+
+	ASSERT_EQ(PSZ, (unsigned long)getpagesize())
+		TH_LOG("the test assumes 4 KiB base pages");
+	if (flavour && !strcmp(flavour, "patched"))
+		ASSERT_TRUE(has_sw)
+			TH_LOG("patched kernel without %s", MP_SWITCH);
+	if (flavour && !strcmp(flavour, "stock"))
+		ASSERT_FALSE(has_sw)
+			TH_LOG("stock kernel with %s", MP_SWITCH);
+	if (has_sw)
+		ASSERT_EQ(0, lab_knob_save(&env->sw, MP_SWITCH));
+	env->nr_modes = has_sw ? 2 : 1;
+	ret = lab_thp_save(&env->thp);
+	ASSERT_EQ(0, ret) TH_LOG("saving THP settings: %s", strerror(-ret));
+	snprintf(path, sizeof(path), LAB_THP_DIR "/hugepages-%lukB/shmem_enabled",
+		 folio_kb);
+	ASSERT_EQ(0, lab_knob_save(&env->shmem, path))
+		TH_LOG("%s: this kernel has no shmem mTHP of that size", path);
+
+	env->pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, env->pm_fd) TH_LOG("pagemap: %s", strerror(errno));
+	env->kpf_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, env->kpf_fd) TH_LOG("kpageflags: %s", strerror(errno));
+}
+
+static void mp_teardown(struct __test_metadata *_metadata, struct mp_env *env)
+{
+	EXPECT_EQ(0, lab_thp_restore(&env->thp))
+		TH_LOG("cannot restore the THP settings");
+	EXPECT_EQ(0, lab_knob_restore(&env->shmem))
+		TH_LOG("cannot restore %s", env->shmem.path);
+	EXPECT_EQ(0, lab_knob_restore(&env->sw))
+		TH_LOG("cannot restore %s to %s", MP_SWITCH, env->sw.saved);
+	if (env->pm_fd >= 0)
+		close(env->pm_fd);
+	if (env->kpf_fd >= 0)
+		close(env->kpf_fd);
+}
+
+/*
+ * Enters mode @m: switch off (0) or on (1), or the kernel as it is; and
+ * makes anonymous and shared anonymous faults allocate folios of the
+ * test's size only.
+ */
+static void mp_mode(struct __test_metadata *_metadata, struct mp_env *env,
+		    int m)
+{
+	char buf[16];
+	int ret;
+
+	if (env->sw.valid) {
+		ASSERT_EQ(0, lab_write_file(MP_SWITCH, m ? "1" : "0"));
+		ASSERT_LT(0, lab_read_file(MP_SWITCH, buf, sizeof(buf)));
+		ASSERT_EQ(m, atoi(buf)) TH_LOG("%s did not take %d", MP_SWITCH, m);
+		snprintf(env->mode, sizeof(env->mode), "mprotect_batch=%d", m);
+	} else {
+		snprintf(env->mode, sizeof(env->mode), "no switch");
+	}
+	ret = lab_thp_only(&env->thp, env->folio / LAB_SZ_1K);
+	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s",
+				 env->folio / LAB_SZ_1K, strerror(-ret));
+	ASSERT_EQ(0, lab_write_file(env->shmem.path, "always"));
+	ksft_print_msg("%s, %zu kB folios\n", env->mode,
+		       env->folio / LAB_SZ_1K);
+}
+
+/*
+ * Maps @len bytes of anonymous memory (@flags MAP_PRIVATE or MAP_SHARED)
+ * at an address @off bytes past a multiple of @align, as a VMA of exactly
+ * @len bytes, and asks for huge pages.  Returns NULL on failure.
+ */
+static char *mp_map(size_t len, size_t align, size_t off, int flags)
+{
+	size_t total = len + align + off;
+	char *map, *p;
+
+	map = mmap(NULL, total, RW, flags | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)map + align - 1) & ~(uintptr_t)(align - 1));
+	p += off;
+	if (p > map)
+		munmap(map, p - map);
+	munmap(p + len, map + total - (p + len));
+	if (madvise(p, len, MADV_HUGEPAGE)) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;
+}
+
+/* Word @word of page @page: the pattern's tag, page index and offset. */
+static inline uint64_t pat(unsigned int tag, size_t page, size_t word)
+{
+	return (uint64_t)tag << 48 | (uint64_t)page << 16 | word;
+}
+
+/* Fills page @page of @p with the pattern of region @tag. */
+static void fill_page(char *p, size_t page, unsigned int tag)
+{
+	uint64_t *w = (uint64_t *)(p + page * PSZ);
+	size_t i;
+
+	for (i = 0; i < WORDS; i++)
+		w[i] = pat(tag, page, i);
+}
+
+static void fill(char *p, size_t nr, unsigned int tag)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		fill_page(p, i, tag);
+}
+
+/* The first page of @nr at @p whose data is not region @tag's, or @nr. */
+static size_t first_bad(const char *p, size_t nr, unsigned int tag)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < nr * WORDS; i++)
+		if (w[i] != pat(tag, i / WORDS, i % WORDS))
+			return i / WORDS;
+	return nr;
+}
+
+/* Fails unless @nr folios of exactly the wanted size are mapped at @p. */
+static void assert_folios(struct __test_metadata *_metadata,
+			  const struct mp_env *env, const char *p, size_t nr)
+{
+	size_t f, size;
+	int ret;
+
+	for (f = 0; f < nr; f++) {
+		ret = lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
+					    p + f * env->folio,
+					    env->folio + PSZ, &size);
+		ASSERT_EQ(0, ret)
+			TH_LOG("%s: folio %zu at %p: %s", env->mode, f,
+			       p + f * env->folio, strerror(-ret));
+		ASSERT_EQ(env->folio, size)
+			TH_LOG("%s: %p maps %zu kB of one folio, wanted %zu kB",
+			       env->mode, p + f * env->folio, size / LAB_SZ_1K,
+			       env->folio / LAB_SZ_1K);
+	}
+}
+
+/* The pagemap entries of @nr pages at @p, malloc'ed. */
+static uint64_t *pagemap(struct __test_metadata *_metadata,
+			 const struct mp_env *env, const char *p, size_t nr)
+{
+	uint64_t *pm = malloc(nr * sizeof(*pm));
+	int ret;
+
+	ASSERT_NE(NULL, pm);
+	ret = lab_pagemap_read(env->pm_fd, p, nr, pm);
+	ASSERT_EQ(0, ret) TH_LOG("pagemap: %s", strerror(-ret));
+	return pm;
+}
+
+static sigjmp_buf probe_env;
+
+static void probe_fault(int sig)
+{
+	siglongjmp(probe_env, sig);
+}
+
+/*
+ * Writes (@write) or reads the first word of page @page of @p and returns
+ * the signal that stopped it (SIGSEGV), or 0.  A write stores the word
+ * that is already there, so the data does not change.
+ */
+static int probe(char *p, size_t page, bool write)
+{
+	volatile uint64_t *w = (volatile uint64_t *)(p + page * PSZ);
+	struct sigaction sa = { .sa_handler = probe_fault }, old;
+	int sig;
+
+	sigaction(SIGSEGV, &sa, &old);
+	sig = sigsetjmp(probe_env, 1);
+	if (!sig) {
+		uint64_t v = *w;
+
+		if (write)
+			*w = v;
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	return sig;
+}
+
+FIXTURE(mech) {
+	struct mp_env env;
+};
+
+FIXTURE_VARIANT(mech) {
+	/* LAB_FLAVOUR this variant runs on. */
+	const char *flavour;
+	/* Value written to the switch; -1 on stock, which has none. */
+	int value;
+};
+
+FIXTURE_VARIANT_ADD(mech, on) {
+	.flavour = "patched",
+	.value = 1,
+};
+
+FIXTURE_VARIANT_ADD(mech, off) {
+	.flavour = "patched",
+	.value = 0,
+};
+
+FIXTURE_VARIANT_ADD(mech, stock) {
+	.flavour = "stock",
+	.value = -1,
+};
+
+FIXTURE_SETUP(mech)
+{
+	const char *env = getenv("LAB_FLAVOUR");
+	const char *fl = env ? env : "(unset)";
+
+	self->env.sw.valid = false;
+	self->env.shmem.valid = false;
+	self->env.thp.top.valid = false;
+	self->env.thp.nr = 0;
+	self->env.pm_fd = -1;
+	self->env.kpf_fd = -1;
+	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
+		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
+	if (strcmp(fl, variant->flavour))
+		SKIP(return, "variant for the %s kernel", variant->flavour);
+	mp_setup(_metadata, &self->env, 64);
+}
+
+FIXTURE_TEARDOWN(mech)
+{
+	mp_teardown(_metadata, &self->env);
+}
+
+#define MECH_FOLIOS	16
+
+/*
+ * Proves the batch by its mechanism, on both arches: making private
+ * exclusive anonymous PTEs writable again (mprotect(PROT_READ), then
+ * PROT_READ|PROT_WRITE) asks vm_normal_page() once per PTE on stock 6.12
+ * and with the switch off (can_change_pte_writable() per PTE), and once per
+ * folio with the switch on (the lookup that finds the batch; exclusivity is
+ * then read from the pages).  16 folios of 64 kB, 256 PTEs, half a PMD into
+ * a 2 MB region: the calls counted by a kprobe across the second mprotect()
+ * must be at most one per 4 PTEs with the switch on, and at least one per
+ * PTE with it off and on stock.  Every page must be writable in place
+ * afterwards (same PFN: no copy-on-write), with its data.
+ */
+TEST_F_TIMEOUT(mech, private_lookups, 120)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
+	long long h0, h1;
+	uint64_t *pm;
+	size_t i;
+	char *p;
+	int err;
+
+	err = lab_kprobe_add("mp_normal_page", "vm_normal_page");
+	ASSERT_EQ(0, err) TH_LOG("kprobe on vm_normal_page: %s",
+				 strerror(-err));
+	mp_mode(_metadata, env, variant->value > 0);
+
+	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
+	ASSERT_NE(NULL, p);
+	fill(p, n, 1);
+	assert_folios(_metadata, env, p, MECH_FOLIOS);
+	pm = pagemap(_metadata, env, p, n);
+
+	ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+	h0 = lab_kprobe_hits("mp_normal_page");
+	ASSERT_EQ(0, mprotect(p, len, RW));
+	h1 = lab_kprobe_hits("mp_normal_page");
+	ASSERT_LE(0, h0);
+	ASSERT_LE(h0, h1);
+
+	for (i = 0; i < n; i++) {
+		uint64_t pfn;
+
+		fill_page(p, i, 2);
+		ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd, p + i * PSZ, &pfn));
+		ASSERT_EQ(pm[i] & LAB_PM_PFN_MASK, pfn)
+			TH_LOG("%s: page %zu was copied on write: mprotect() left an exclusive page read-only",
+			       env->mode, i);
+	}
+	ASSERT_EQ(n, first_bad(p, n, 2));
+	free(pm);
+	munmap(p, len);
+
+	ksft_print_msg("%s: %lld vm_normal_page() calls to make %zu PTEs writable\n",
+		       env->mode, h1 - h0, n);
+	if (variant->value > 0) {
+		ASSERT_LE((h1 - h0) * 4, (long long)n)
+			TH_LOG("%s: more than one lookup per 4 PTEs: the PTEs were not batched",
+			       env->mode);
+	} else {
+		ASSERT_LE((long long)n, h1 - h0)
+			TH_LOG("%s: fewer lookups than PTEs: 6.12 looks up every PTE it makes writable",
+			       env->mode);
+	}
+}
+
+/*
+ * Proves the arm64 batch by its mechanism: stock 6.12 (and the switch off)
+ * takes each PTE out with ptep_modify_prot_start(), which unfolds the
+ * contiguous block of a 64 kB folio (set_pte_at() folds it again when the
+ * last entry is written); the batch clears and sets whole blocks without
+ * unfolding them.  16 folios of 64 kB, mprotect(PROT_READ) and back, twice:
+ * the __contpte_try_unfold() calls counted across the mprotect() calls must
+ * be at most one per 8 folio changes with the switch on, and at least one
+ * per folio change with it off and on stock.  x86_64 has no contiguous
+ * PTEs; there the test skips.
+ */
+TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
+	long long h0, h1, hits = 0;
+	size_t changes = 0;
+	struct utsname u;
+	int err, r;
+	char *p;
+
+	ASSERT_EQ(0, uname(&u));
+	if (strcmp(u.machine, "aarch64"))
+		SKIP(return, "%s has no contiguous PTEs: nothing to unfold",
+		     u.machine);
+	err = lab_kprobe_add("mp_unfold", "__contpte_try_unfold");
+	ASSERT_EQ(0, err) TH_LOG("kprobe on __contpte_try_unfold: %s",
+				 strerror(-err));
+	mp_mode(_metadata, env, variant->value > 0);
+
+	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
+	ASSERT_NE(NULL, p);
+	fill(p, n, 1);
+	assert_folios(_metadata, env, p, MECH_FOLIOS);
+	for (r = 0; r < 2; r++) {
+		h0 = lab_kprobe_hits("mp_unfold");
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+		ASSERT_EQ(0, mprotect(p, len, RW));
+		h1 = lab_kprobe_hits("mp_unfold");
+		ASSERT_LE(0, h0);
+		ASSERT_LE(h0, h1);
+		hits += h1 - h0;
+		changes += 2 * MECH_FOLIOS;
+	}
+	ASSERT_EQ(n, first_bad(p, n, 1));
+	munmap(p, len);
+
+	ksft_print_msg("%s: %lld __contpte_try_unfold() calls for %zu changes of a 64 kB folio\n",
+		       env->mode, hits, changes);
+	if (variant->value > 0) {
+		ASSERT_LE(hits * 8, (long long)changes)
+			TH_LOG("%s: more than one unfold per 8 folio changes: the blocks were not changed whole",
+			       env->mode);
+	} else {
+		ASSERT_LE((long long)changes, hits)
+			TH_LOG("%s: fewer unfolds than folio changes: 6.12 unfolds every block it changes",
+			       env->mode);
+	}
+}
+
+FIXTURE(wprot) {
+	struct mp_env env;
+	pid_t child;
+};
+
+FIXTURE_VARIANT(wprot) {
+	/* Change the protection of the second half of the folio only. */
+	bool half;
+};
+
+FIXTURE_VARIANT_ADD(wprot, whole_folio) {
+	.half = false,
+};
+
+FIXTURE_VARIANT_ADD(wprot, second_half) {
+	.half = true,
+};
+
+FIXTURE_SETUP(wprot)
+{
+	self->child = -1;
+	mp_setup(_metadata, &self->env, 64);
+}
+
+FIXTURE_TEARDOWN(wprot)
+{
+	if (self->child > 0) {
+		kill(self->child, SIGKILL);
+		waitpid(self->child, NULL, 0);
+	}
+	mp_teardown(_metadata, &self->env);
+}
+
+/*
+ * Child: waits for the parent's go, then checks that its copy of the
+ * shared half (@nr pages at @p, from page @first of region @tag) is
+ * unchanged, and writes the first page that changed, or -1.  Must not use
+ * ASSERT.
+ */
+static void __attribute__((noreturn)) wprot_child(const char *p, size_t first,
+						   size_t nr, unsigned int tag,
+						   int rfd, int wfd)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	long bad = -1;
+	size_t i;
+	char go;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (read(rfd, &go, 1) != 1)
+		_exit(1);
+	for (i = 0; i < nr * WORDS; i++) {
+		if (w[i] != pat(tag, first + i / WORDS, i % WORDS)) {
+			bad = first + i / WORDS;
+			break;
+		}
+	}
+	_exit(write(wfd, &bad, sizeof(bad)) == sizeof(bad) ? 0 : 1);
+}
+
+/*
+ * Proves mprotect() makes writable only the pages of a private folio that
+ * are exclusive to the process, page by page inside a batch.  One 64 kB
+ * folio: its first half exclusive, its second half shared with a child
+ * (MADV_DONTFORK on the first half during fork(), MADV_DOFORK after, so
+ * the VMA is whole again).  mprotect(PROT_READ), then PROT_READ|
+ * PROT_WRITE, over the whole folio (one batch with both kinds of page) or
+ * over its second half only (a batch that starts in the middle of a folio
+ * whose head page is exclusive: the case upstream's cf1b80dc31a1 fixed).
+ * Then a write to each page: an exclusive page must be written in place
+ * (same PFN), a shared one must fault and be copied (new PFN), and the
+ * child must still read its own data.
+ */
+TEST_F_TIMEOUT(wprot, write_not_widened, 300)
+{
+	struct mp_env *env = &self->env;
+	const size_t folio = env->folio, n = folio / PSZ, half = n / 2;
+	size_t i, from, inplace_shared, copied_excl;
+	int go[2], rep[2], status, m;
+	unsigned int tag;
+	uint64_t before, after;
+	uint64_t *pm;
+	long bad;
+	char *p;
+
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		tag = 1 + m;
+		p = mp_map(folio, folio, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+		fill(p, n, tag);
+		assert_folios(_metadata, env, p, 1);
+
+		ASSERT_EQ(0, madvise(p, folio / 2, MADV_DONTFORK));
+		ASSERT_EQ(0, pipe(go));
+		ASSERT_EQ(0, pipe(rep));
+		self->child = fork();
+		ASSERT_LE(0, self->child);
+		if (!self->child) {
+			close(go[1]);
+			close(rep[0]);
+			wprot_child(p + folio / 2, half, n - half, tag, go[0],
+				    rep[1]);
+		}
+		close(go[0]);
+		close(rep[1]);
+		ASSERT_EQ(0, madvise(p, folio / 2, MADV_DOFORK));
+
+		from = variant->half ? half : 0;
+		ASSERT_EQ(0, mprotect(p + from * PSZ, (n - from) * PSZ,
+				      PROT_READ));
+		ASSERT_EQ(0, mprotect(p + from * PSZ, (n - from) * PSZ, RW));
+
+		/* The setup worked: one folio, the first half exclusive. */
+		pm = pagemap(_metadata, env, p, n);
+		for (i = 0; i < n; i++) {
+			ASSERT_EQ((pm[0] & LAB_PM_PFN_MASK) + i,
+				  pm[i] & LAB_PM_PFN_MASK)
+				TH_LOG("%s: page %zu is not in the folio",
+				       env->mode, i);
+			ASSERT_EQ(i < half, !!(pm[i] & LAB_PM_MMAP_EXCLUSIVE))
+				TH_LOG("%s: page %zu is %sshared with the child",
+				       env->mode, i, i < half ? "" : "not ");
+		}
+		free(pm);
+		ASSERT_EQ(n, first_bad(p, n, tag));
+
+		inplace_shared = copied_excl = 0;
+		for (i = 0; i < n; i++) {
+			ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd, p + i * PSZ,
+						     &before));
+			fill_page(p, i, tag + 8);
+			ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd, p + i * PSZ,
+						     &after));
+			if (i >= half && before == after)
+				inplace_shared++;
+			if (i < half && i >= from && before != after)
+				copied_excl++;
+		}
+		ASSERT_EQ(n, first_bad(p, n, tag + 8));
+
+		ASSERT_EQ(1, write(go[1], "g", 1));
+		ASSERT_EQ((ssize_t)sizeof(bad), read(rep[0], &bad, sizeof(bad)))
+			TH_LOG("child died before reporting");
+		ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+		self->child = -1;
+		close(go[1]);
+		close(rep[0]);
+
+		ASSERT_EQ(0UL, inplace_shared)
+			TH_LOG("%s: %zu shared pages written in place: mprotect() made them writable",
+			       env->mode, inplace_shared);
+		ASSERT_EQ(-1, bad)
+			TH_LOG("%s: the child's page %ld changed: the parent wrote into the shared folio",
+			       env->mode, bad);
+		ASSERT_EQ(0UL, copied_excl)
+			TH_LOG("%s: %zu exclusive pages were copied on write: mprotect() left them read-only",
+			       env->mode, copied_excl);
+		munmap(p, folio);
+	}
+}
+
+FIXTURE(track) {
+	struct mp_env env;
+	int uffd;
+};
+
+FIXTURE_VARIANT(track) {
+	int flags;
+};
+
+FIXTURE_VARIANT_ADD(track, private) {
+	.flags = MAP_PRIVATE,
+};
+
+FIXTURE_VARIANT_ADD(track, shared) {
+	.flags = MAP_SHARED,
+};
+
+FIXTURE_SETUP(track)
+{
+	self->uffd = -1;
+	mp_setup(_metadata, &self->env, 64);
+}
+
+FIXTURE_TEARDOWN(track)
+{
+	if (self->uffd >= 0)
+		close(self->uffd);
+	mp_teardown(_metadata, &self->env);
+}
+
+#define TRACK_FOLIOS	4
+
+/*
+ * Proves mprotect() keeps the write faults soft-dirty tracking needs, in
+ * private and in shared (shmem) mappings.  4 folios of 64 kB are written,
+ * clear_refs "4" clears their soft-dirty bits and write-protects them, and
+ * the first half of each folio is written again: each folio then has
+ * soft-dirty writable PTEs and clean read-only ones.  mprotect(PROT_READ)
+ * and back must not give the clean half write permission on the strength
+ * of the dirty half: after a write to every page, pagemap must show every
+ * page soft-dirty, which for the clean half means its write faulted.
+ * Before that write, the clean half must still read clean.  x86_64 only:
+ * arm64 has no soft-dirty bit in 6.12.
+ */
+TEST_F_TIMEOUT(track, soft_dirty, 120)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = TRACK_FOLIOS * env->folio, n = len / PSZ;
+	const size_t fpages = env->folio / PSZ;
+	struct utsname u;
+	uint64_t *pm;
+	size_t i;
+	char *p;
+	int m;
+
+	ASSERT_EQ(0, uname(&u));
+	if (strcmp(u.machine, "x86_64"))
+		SKIP(return, "%s has no soft-dirty bit in 6.12", u.machine);
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		p = mp_map(len, env->folio, 0, variant->flags);
+		ASSERT_NE(NULL, p);
+		fill(p, n, 1 + m);
+		assert_folios(_metadata, env, p, TRACK_FOLIOS);
+		ASSERT_EQ(0, lab_write_file("/proc/self/clear_refs", "4"));
+		for (i = 0; i < n; i++)
+			if (i % fpages < fpages / 2)
+				fill_page(p, i, 1 + m);
+
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+		ASSERT_EQ(0, mprotect(p, len, RW));
+
+		pm = pagemap(_metadata, env, p, n);
+		for (i = 0; i < n; i++)
+			ASSERT_EQ(i % fpages < fpages / 2,
+				  !!(pm[i] & LAB_PM_SOFT_DIRTY))
+				TH_LOG("%s: page %zu reads %s after mprotect()",
+				       env->mode, i, pm[i] & LAB_PM_SOFT_DIRTY ?
+				       "soft-dirty" : "clean");
+		free(pm);
+		for (i = 0; i < n; i++)
+			fill_page(p, i, 1 + m);
+		pm = pagemap(_metadata, env, p, n);
+		for (i = 0; i < n; i++)
+			ASSERT_TRUE(!!(pm[i] & LAB_PM_SOFT_DIRTY))
+				TH_LOG("%s: page %zu written but clean: mprotect() made it writable without a fault",
+				       env->mode, i);
+		free(pm);
+		ASSERT_EQ(n, first_bad(p, n, 1 + m));
+		munmap(p, len);
+	}
+}
+
+/*
+ * Proves mprotect() keeps userfaultfd write protection PTE by PTE.  4
+ * folios of 64 kB registered for uffd-wp; UFFDIO_WRITEPROTECT on the second
+ * half of each folio.  After mprotect(PROT_READ) and back, pagemap must
+ * show the uffd-wp bit on exactly those halves (a PTE with the bit is
+ * never made writable).  UFFDIO_WRITEPROTECT itself changes PTEs through
+ * the same path; resolving the whole range must then clear every bit.  The
+ * data must be intact.  Private anonymous memory only: shmem needs the
+ * uffd-wp markers of a file mapping.
+ */
+TEST_F_TIMEOUT(track, uffd_wp, 120)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = TRACK_FOLIOS * env->folio, n = len / PSZ;
+	const size_t fpages = env->folio / PSZ;
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_writeprotect wp = { 0 };
+	uint64_t *pm;
+	size_t i, f;
+	char *p;
+	int m;
+
+	if (variant->flags == MAP_SHARED)
+		SKIP(return, "uffd-wp of shmem needs PTE markers, not tested here");
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		p = mp_map(len, env->folio, 0, variant->flags);
+		ASSERT_NE(NULL, p);
+		fill(p, n, 3 + m);
+		assert_folios(_metadata, env, p, TRACK_FOLIOS);
+
+		self->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		ASSERT_LE(0, self->uffd) TH_LOG("userfaultfd: %s",
+						strerror(errno));
+		ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_API, &api));
+		reg.range.start = (uintptr_t)p;
+		reg.range.len = len;
+		reg.mode = UFFDIO_REGISTER_MODE_WP;
+		ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_REGISTER, &reg))
+			TH_LOG("UFFDIO_REGISTER: %s", strerror(errno));
+		for (f = 0; f < TRACK_FOLIOS; f++) {
+			wp.range.start = (uintptr_t)p + f * env->folio +
+					 env->folio / 2;
+			wp.range.len = env->folio / 2;
+			wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+			ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_WRITEPROTECT,
+					   &wp));
+		}
+
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+		ASSERT_EQ(0, mprotect(p, len, RW));
+		pm = pagemap(_metadata, env, p, n);
+		for (i = 0; i < n; i++)
+			ASSERT_EQ(i % fpages >= fpages / 2,
+				  !!(pm[i] & LAB_PM_UFFD_WP))
+				TH_LOG("%s: page %zu: uffd-wp bit %s after mprotect()",
+				       env->mode, i, pm[i] & LAB_PM_UFFD_WP ?
+				       "set" : "lost");
+		free(pm);
+
+		wp.range.start = (uintptr_t)p;
+		wp.range.len = len;
+		wp.mode = 0;
+		ASSERT_EQ(0, ioctl(self->uffd, UFFDIO_WRITEPROTECT, &wp));
+		pm = pagemap(_metadata, env, p, n);
+		for (i = 0; i < n; i++)
+			ASSERT_FALSE(!!(pm[i] & LAB_PM_UFFD_WP))
+				TH_LOG("%s: page %zu still uffd-wp after resolving",
+				       env->mode, i);
+		free(pm);
+		ASSERT_EQ(n, first_bad(p, n, 3 + m));
+		close(self->uffd);
+		self->uffd = -1;
+		munmap(p, len);
+	}
+}
+
+FIXTURE(bound) {
+	struct mp_env env;
+};
+
+FIXTURE_VARIANT(bound) {
+	unsigned long folio_kb;
+};
+
+FIXTURE_VARIANT_ADD(bound, folio_64k) {
+	.folio_kb = 64,
+};
+
+FIXTURE_VARIANT_ADD(bound, folio_2m) {
+	.folio_kb = 2048,
+};
+
+FIXTURE_SETUP(bound)
+{
+	mp_setup(_metadata, &self->env, variant->folio_kb);
+}
+
+FIXTURE_TEARDOWN(bound)
+{
+	mp_teardown(_metadata, &self->env);
+}
+
+/* Fails unless writes to pages [@lo, @hi) of @p fault and the others don't. */
+static void assert_readonly(struct __test_metadata *_metadata,
+			    const struct mp_env *env, char *p, size_t n,
+			    size_t lo, size_t hi, const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(i >= lo && i < hi ? SIGSEGV : 0, probe(p, i, true))
+			TH_LOG("%s: %s: a write to page %zu %s", env->mode,
+			       what, i, i >= lo && i < hi ?
+			       "did not fault" : "faulted");
+}
+
+/*
+ * Proves a batch ends where the range ends, inside a folio, and where the
+ * page table ends.  64 kB folios (4, aligned) and a 2 MB folio; the 2 MB
+ * one is first moved with mremap() to 1 MB past a PMD boundary, so that its
+ * PTEs sit in two page tables.  mprotect(PROT_READ) of a range that starts
+ * and ends in the middle of a folio (pages 4 to 11 of each 64 kB folio; a
+ * range over both page tables of the 2 MB one): exactly its pages must
+ * fault on write.  Then mprotect(PROT_NONE) of the whole: every page must
+ * fault on read (the protection NUMA hinting uses, applied by mprotect()).
+ * mprotect() back to read-write: no page may fault.  The data must be
+ * intact throughout.
+ */
+TEST_F_TIMEOUT(bound, partial_ranges, 300)
+{
+	struct mp_env *env = &self->env;
+	const size_t folio = env->folio, big = folio == LAB_SZ_2M;
+	const size_t nf = big ? 1 : 4, len = nf * folio, n = len / PSZ;
+	size_t f, lo, hi;
+	char *p, *dst;
+	int m;
+
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		p = mp_map(len, folio, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+		fill(p, n, 5 + m);
+		assert_folios(_metadata, env, p, nf);
+		if (big) {
+			dst = mp_map(len, LAB_SZ_2M, LAB_SZ_1M, MAP_PRIVATE);
+			ASSERT_NE(NULL, dst);
+			ASSERT_EQ(dst, mremap(p, len, len,
+					      MREMAP_MAYMOVE | MREMAP_FIXED,
+					      dst))
+				TH_LOG("mremap: %s", strerror(errno));
+			p = dst;
+			assert_folios(_metadata, env, p, 1);
+			/* 128 pages on each side of the PMD boundary. */
+			lo = n / 4;
+			hi = n - n / 4;
+			ASSERT_EQ(0, mprotect(p + lo * PSZ, (hi - lo) * PSZ,
+					      PROT_READ));
+			assert_readonly(_metadata, env, p, n, lo, hi,
+					"across a page table boundary");
+		} else {
+			for (f = 0; f < nf; f++)
+				ASSERT_EQ(0, mprotect(p + f * folio + folio / 4,
+						      folio / 2, PROT_READ));
+			for (f = 0; f < nf; f++)
+				assert_readonly(_metadata, env,
+						p + f * folio, folio / PSZ,
+						folio / 4 / PSZ,
+						3 * folio / 4 / PSZ,
+						"middle of each folio");
+		}
+		ASSERT_EQ(n, first_bad(p, n, 5 + m));
+		ASSERT_EQ(0, mprotect(p, len, PROT_NONE));
+		for (f = 0; f < n; f++)
+			ASSERT_EQ(SIGSEGV, probe(p, f, false))
+				TH_LOG("%s: page %zu readable after PROT_NONE",
+				       env->mode, f);
+		ASSERT_EQ(0, mprotect(p, len, RW));
+		assert_readonly(_metadata, env, p, n, 0, 0, "read-write again");
+		ASSERT_EQ(n, first_bad(p, n, 5 + m));
+		munmap(p, len);
+	}
+}
+
+FIXTURE(pkey) {
+	struct mp_env env;
+	int pkey;
+};
+
+FIXTURE_SETUP(pkey)
+{
+	self->pkey = -1;
+	mp_setup(_metadata, &self->env, 64);
+}
+
+FIXTURE_TEARDOWN(pkey)
+{
+	if (self->pkey >= 0) {
+		pkey_set(self->pkey, 0);
+		pkey_free(self->pkey);
+	}
+	mp_teardown(_metadata, &self->env);
+}
+
+/*
+ * Proves the protection key reaches every PTE of a batch: pkey_mprotect()
+ * of 4 folios of 64 kB to a new key goes through the batched path; with
+ * the key's access then denied, a read of every page must fault.  Skips
+ * where the kernel or the CPU has no protection keys (pkey_alloc() fails).
+ */
+TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = 4 * env->folio, n = len / PSZ;
+	size_t i, faulted;
+	char *p;
+	int m;
+
+	self->pkey = pkey_alloc(0, 0);
+	if (self->pkey < 0)
+		SKIP(return, "pkey_alloc: %s: no protection keys here",
+		     strerror(errno));
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+		fill(p, n, 7 + m);
+		assert_folios(_metadata, env, p, 4);
+		ASSERT_EQ(0, pkey_mprotect(p, len, RW, self->pkey));
+		ASSERT_EQ(0, pkey_set(self->pkey, PKEY_DISABLE_ACCESS));
+		for (faulted = i = 0; i < n; i++)
+			faulted += probe(p, i, false) == SIGSEGV;
+		ASSERT_EQ(0, pkey_set(self->pkey, 0));
+		ASSERT_EQ(n, faulted)
+			TH_LOG("%s: %zu of %zu pages readable with their key's access denied",
+			       env->mode, n - faulted, n);
+		ASSERT_EQ(n, first_bad(p, n, 7 + m));
+		munmap(p, len);
+	}
+}
+
+TEST_HARNESS_MAIN
