@@ -352,4 +352,54 @@ int lab_kprobe_add(const char *event, const char *func);
  */
 long long lab_kprobe_hits(const char *event);
 
+/**
+ * lab_map_aligned() - map anonymous memory at an aligned address
+ * @len: bytes to map; the VMA is exactly this long
+ * @align: power of two the address is placed after
+ * @off: bytes past a multiple of @align at which the mapping starts
+ * @prot: PROT_* of the mapping
+ * @flags: MAP_PRIVATE or MAP_SHARED (MAP_ANONYMOUS is added)
+ *
+ * Maps @len + @align + @off bytes and unmaps what lies outside the wanted
+ * range, so that the returned address is @off past a multiple of @align.
+ *
+ * Return: the address, or NULL if mmap(2) failed.
+ */
+char *lab_map_aligned(size_t len, size_t align, size_t off, int prot,
+		      int flags);
+
+/**
+ * lab_pat() - word @word of page @page of the test pattern of region @tag
+ * @tag: region tag, so that pages of different regions differ
+ * @page: page index within the region
+ * @word: 64-bit word index within the page
+ *
+ * Return: the word; tag, page and word each in their own bits.
+ */
+static inline uint64_t lab_pat(unsigned int tag, size_t page, size_t word)
+{
+	return (uint64_t)tag << 48 | (uint64_t)page << 16 | word;
+}
+
+/**
+ * lab_fill_pat() - write the pattern of region @tag to whole 4 KiB pages
+ * @p: first page, page-aligned
+ * @first: index of that page within the region
+ * @nr: pages to write
+ * @tag: region tag
+ */
+void lab_fill_pat(char *p, size_t first, size_t nr, unsigned int tag);
+
+/**
+ * lab_check_pat() - find the first word of 4 KiB pages off the pattern
+ * @p: first page, page-aligned
+ * @first: index of that page within the region
+ * @nr: pages to check
+ * @tag: region tag
+ *
+ * Return: the index of the first 64-bit word at @p that is not
+ * lab_pat(@tag, ...), or @nr times the words per page if none differs.
+ */
+size_t lab_check_pat(const char *p, size_t first, size_t nr, unsigned int tag);
+
 #endif /* LAB_H */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -561,4 +562,43 @@ long long lab_kprobe_hits(const char *event)
 	}
 	fclose(f);
 	return found;
+}
+
+char *lab_map_aligned(size_t len, size_t align, size_t off, int prot,
+		      int flags)
+{
+	size_t total = len + align + off;
+	char *map, *p;
+
+	map = mmap(NULL, total, prot, flags | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)map + align - 1) & ~(uintptr_t)(align - 1));
+	p += off;
+	if (p > map)
+		munmap(map, p - map);
+	munmap(p + len, map + total - (p + len));
+	return p;
+}
+
+#define LAB_WORDS	(4096 / sizeof(uint64_t))
+
+void lab_fill_pat(char *p, size_t first, size_t nr, unsigned int tag)
+{
+	uint64_t *w = (uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < nr * LAB_WORDS; i++)
+		w[i] = lab_pat(tag, first + i / LAB_WORDS, i % LAB_WORDS);
+}
+
+size_t lab_check_pat(const char *p, size_t first, size_t nr, unsigned int tag)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < nr * LAB_WORDS; i++)
+		if (w[i] != lab_pat(tag, first + i / LAB_WORDS, i % LAB_WORDS))
+			break;
+	return i;
 }

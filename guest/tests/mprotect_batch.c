@@ -148,17 +148,10 @@ static void mp_mode(struct __test_metadata *_metadata, struct mp_env *env,
  */
 static char *mp_map(size_t len, size_t align, size_t off, int flags)
 {
-	size_t total = len + align + off;
-	char *map, *p;
+	char *p = lab_map_aligned(len, align, off, RW, flags);
 
-	map = mmap(NULL, total, RW, flags | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
+	if (!p)
 		return NULL;
-	p = (char *)(((uintptr_t)map + align - 1) & ~(uintptr_t)(align - 1));
-	p += off;
-	if (p > map)
-		munmap(map, p - map);
-	munmap(p + len, map + total - (p + len));
 	if (madvise(p, len, MADV_HUGEPAGE)) {
 		munmap(p, len);
 		return NULL;
@@ -166,40 +159,21 @@ static char *mp_map(size_t len, size_t align, size_t off, int flags)
 	return p;
 }
 
-/* Word @word of page @page: the pattern's tag, page index and offset. */
-static inline uint64_t pat(unsigned int tag, size_t page, size_t word)
-{
-	return (uint64_t)tag << 48 | (uint64_t)page << 16 | word;
-}
-
 /* Fills page @page of @p with the pattern of region @tag. */
 static void fill_page(char *p, size_t page, unsigned int tag)
 {
-	uint64_t *w = (uint64_t *)(p + page * PSZ);
-	size_t i;
-
-	for (i = 0; i < WORDS; i++)
-		w[i] = pat(tag, page, i);
+	lab_fill_pat(p + page * PSZ, page, 1, tag);
 }
 
 static void fill(char *p, size_t nr, unsigned int tag)
 {
-	size_t i;
-
-	for (i = 0; i < nr; i++)
-		fill_page(p, i, tag);
+	lab_fill_pat(p, 0, nr, tag);
 }
 
 /* The first page of @nr at @p whose data is not region @tag's, or @nr. */
 static size_t first_bad(const char *p, size_t nr, unsigned int tag)
 {
-	const uint64_t *w = (const uint64_t *)p;
-	size_t i;
-
-	for (i = 0; i < nr * WORDS; i++)
-		if (w[i] != pat(tag, i / WORDS, i % WORDS))
-			return i / WORDS;
-	return nr;
+	return lab_check_pat(p, 0, nr, tag) / WORDS;
 }
 
 /* Fails unless @nr folios of exactly the wanted size are mapped at @p. */
@@ -486,7 +460,6 @@ static void __attribute__((noreturn)) wprot_child(const char *p, size_t first,
 						   size_t nr, unsigned int tag,
 						   int rfd, int wfd)
 {
-	const uint64_t *w = (const uint64_t *)p;
 	long bad = -1;
 	size_t i;
 	char go;
@@ -494,12 +467,9 @@ static void __attribute__((noreturn)) wprot_child(const char *p, size_t first,
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (read(rfd, &go, 1) != 1)
 		_exit(1);
-	for (i = 0; i < nr * WORDS; i++) {
-		if (w[i] != pat(tag, first + i / WORDS, i % WORDS)) {
-			bad = first + i / WORDS;
-			break;
-		}
-	}
+	i = lab_check_pat(p, first, nr, tag);
+	if (i < nr * WORDS)
+		bad = first + i / WORDS;
 	_exit(write(wfd, &bad, sizeof(bad)) == sizeof(bad) ? 0 : 1);
 }
 

@@ -140,18 +140,7 @@ static void mb_mode(struct __test_metadata *_metadata, struct mb_env *env,
  */
 static char *map_at(size_t len, size_t align, size_t off, int prot)
 {
-	size_t total = len + align + off;
-	char *map, *p;
-
-	map = mmap(NULL, total, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
-		return NULL;
-	p = (char *)(((uintptr_t)map + align - 1) & ~(uintptr_t)(align - 1));
-	p += off;
-	if (p > map)
-		munmap(map, p - map);
-	munmap(p + len, map + total - (p + len));
-	return p;
+	return lab_map_aligned(len, align, off, prot, MAP_PRIVATE);
 }
 
 /*
@@ -168,21 +157,6 @@ static char *map_src(struct __test_metadata *_metadata, size_t len,
 	return p;
 }
 
-/* Word @word of page @page: the pattern's tag, page index and offset. */
-static inline uint64_t pat(unsigned int tag, size_t page, size_t word)
-{
-	return (uint64_t)tag << 48 | (uint64_t)page << 16 | word;
-}
-
-/* Fills @nr pages at @p as pages @first... of a region tagged @tag. */
-static void fill(char *p, size_t first, size_t nr, unsigned int tag)
-{
-	uint64_t *w = (uint64_t *)p;
-	size_t i;
-
-	for (i = 0; i < nr * WORDS; i++)
-		w[i] = pat(tag, first + i / WORDS, i % WORDS);
-}
 
 /* Fails unless the @nr pages at @p hold pages @first... of region @tag. */
 static void assert_pattern(struct __test_metadata *_metadata,
@@ -191,16 +165,13 @@ static void assert_pattern(struct __test_metadata *_metadata,
 			   const char *what)
 {
 	const uint64_t *w = (const uint64_t *)p;
-	size_t i, n = nr * WORDS;
+	size_t i = lab_check_pat(p, first, nr, tag), n = nr * WORDS;
 
-	for (i = 0; i < n; i++)
-		if (w[i] != pat(tag, first + i / WORDS, i % WORDS))
-			break;
 	ASSERT_EQ(n, i)
 		TH_LOG("%s: %s: page %zu word %zu (%p) is %#llx, expected %#llx",
 		       env->mode, what, first + i / WORDS, i % WORDS, &w[i],
 		       (unsigned long long)w[i],
-		       (unsigned long long)pat(tag, first + i / WORDS,
+		       (unsigned long long)lab_pat(tag, first + i / WORDS,
 					       i % WORDS));
 }
 
@@ -363,7 +334,7 @@ TEST_F_TIMEOUT(data, data_intact, 300)
 			/* Half the folios on each side of a PMD boundary. */
 			src = map_src(_metadata, len, LAB_SZ_2M, LAB_SZ_2M -
 				      variant->nr_folios / 2 * folio);
-			fill(src, 0, len / PSZ, tag);
+			lab_fill_pat(src, 0, len / PSZ, tag);
 			assert_folios(_metadata, env, src, variant->nr_folios);
 
 			/* 2 MB of PROT_NONE on either side of the move. */
@@ -524,7 +495,7 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 
 	/* Half a PMD into a 2 MB region: 1 MB never spans a whole PMD. */
 	src = map_src(_metadata, len, LAB_SZ_2M, LAB_SZ_2M / 4);
-	fill(src, 0, len / PSZ, 1);
+	lab_fill_pat(src, 0, len / PSZ, 1);
 	for (r = 0; r < MECH_ROUNDS; r++) {
 		assert_folios(_metadata, env, src, MECH_FOLIOS);
 		/* Another 64 kB-aligned place in another 2 MB region. */
@@ -615,12 +586,10 @@ static void __attribute__((noreturn)) wprot_child(const char *p, size_t first,
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (read(rfd, &go, 1) != 1)
 		_exit(1);
-	for (i = 0; i < nr * WORDS; i++) {
-		if (w[i] != pat(tag, first + i / WORDS, i % WORDS)) {
-			rep.bad = first + i / WORDS;
-			rep.seen = w[i];
-			break;
-		}
+	i = lab_check_pat(p, first, nr, tag);
+	if (i < nr * WORDS) {
+		rep.bad = first + i / WORDS;
+		rep.seen = w[i];
 	}
 	_exit(write(wfd, &rep, sizeof(rep)) == sizeof(rep) ? 0 : 1);
 }
@@ -659,7 +628,7 @@ TEST_F_TIMEOUT(wprot, write_protect_not_widened, 300)
 			tag = 1 + m * 16 + d * 2;
 			tag2 = tag + 1;
 			src = map_src(_metadata, folio, folio, 0);
-			fill(src, 0, n, tag);
+			lab_fill_pat(src, 0, n, tag);
 			assert_folios(_metadata, env, src, 1);
 
 			ASSERT_EQ(0, madvise(src, folio / 2, MADV_DONTFORK));
@@ -713,7 +682,7 @@ TEST_F_TIMEOUT(wprot, write_protect_not_widened, 300)
 				ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd,
 							     dst + i * PSZ,
 							     &before));
-				fill(dst + i * PSZ, i, 1, tag2);
+				lab_fill_pat(dst + i * PSZ, i, 1, tag2);
 				ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd,
 							     dst + i * PSZ,
 							     &after));
@@ -813,7 +782,7 @@ TEST_F_TIMEOUT(track, soft_dirty_survives, 120)
 			tag = 1 + m * 16 + d;
 			/* One more page, never touched: a hole in the move. */
 			src = map_src(_metadata, len + PSZ, folio, 0);
-			fill(src, 0, n, tag);
+			lab_fill_pat(src, 0, n, tag);
 			assert_folios(_metadata, env, src, TRACK_FOLIOS);
 			/* Before clear_refs, so it loses VM_SOFTDIRTY too. */
 			area = map_at(len + 2 * folio, folio, 0, PROT_NONE);
@@ -823,7 +792,7 @@ TEST_F_TIMEOUT(track, soft_dirty_survives, 120)
 			ASSERT_EQ(0, lab_write_file("/proc/self/clear_refs",
 						    "4"));
 			/* Rewrite the first half of folio 1: soft-dirty. */
-			fill(src + folio, n / TRACK_FOLIOS, half, tag);
+			lab_fill_pat(src + folio, n / TRACK_FOLIOS, half, tag);
 
 			pm = malloc((n + 1) * sizeof(*pm));
 			ASSERT_NE(NULL, pm);
@@ -996,7 +965,7 @@ TEST_F_TIMEOUT(track, uffd_wp_survives, 120)
 		for (d = 0; d < ARRAY_SIZE(dst_offs); d++) {
 			tag = 1 + m * 16 + d;
 			src = map_src(_metadata, len, folio, 0);
-			fill(src, 0, n, tag);
+			lab_fill_pat(src, 0, n, tag);
 			assert_folios(_metadata, env, src, TRACK_FOLIOS);
 			area = map_at(len + 2 * folio, folio, 0, PROT_NONE);
 			ASSERT_NE(NULL, area);
@@ -1086,10 +1055,10 @@ TEST_F_TIMEOUT(track, uffd_wp_survives, 120)
 
 				want = wp_layout[i / half];
 				bus_addr = NULL;
-				bus = try_write(w, ~pat(tag, i, 0));
+				bus = try_write(w, ~lab_pat(tag, i, 0));
 				if (bus != want ||
-				    *w != (want ? pat(tag, i, 0) :
-					   ~pat(tag, i, 0)) ||
+				    *w != (want ? lab_pat(tag, i, 0) :
+					   ~lab_pat(tag, i, 0)) ||
 				    (bus && bus_addr != (void *)w)) {
 					bad_wr++;
 					if (first_wr == n)
