@@ -545,6 +545,16 @@ KNOWN_FALSE = {
         "sees pte_unmap() release it; stock 6.12 reports the same in every mm/ "
         "function that unmaps a page table it mapped (zap_pte_range(), "
         "copy_pte_range(), move_pages_pte(), ...)",
+    "sparse: mm/mprotect.c: warning: context imbalance in 'mprotect_starts_large' "
+    "- unexpected unlock":
+        "the same false report: pte_offset_map() takes the RCU read lock out of "
+        "sparse's sight and pte_unmap() releases it (patch 0034's look at a page "
+        "table without its lock)",
+    "sparse: mm/mprotect.c: warning: context imbalance in 'change_pte_range_batched' "
+    "- unexpected unlock":
+        "the same false report for the batched copy of change_pte_range() (patch "
+        "0034), which stock 6.12 gets for change_pte_range() itself: "
+        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
 }
 
 
