@@ -285,14 +285,6 @@ static void print_delta(const char *name, const struct counters *a,
 	printf("}");
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	int pfd[2], status, code;
@@ -314,7 +306,7 @@ int main(int argc, char **argv)
 	read_interrupts(&irq0);
 	read_mthp(&thp0);
 	read_kprobes(&kp0);
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	pid = fork();
 	if (pid < 0)
 		return 2;
@@ -338,7 +330,7 @@ int main(int argc, char **argv)
 			fputs(line, stdout);	/* the workload's own messages */
 	}
 	waitpid(pid, &status, 0);
-	t1 = now_ns();
+	t1 = lab_now_ns();
 	read_kprobes(&kp1);
 	read_vmstat(&vm1);
 	read_interrupts(&irq1);

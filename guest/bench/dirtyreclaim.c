@@ -59,14 +59,6 @@
 
 #define CG	"bench-dirtyreclaim"
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* user and system time of @who (RUSAGE_SELF, RUSAGE_CHILDREN), in ns */
 static long long cpu_ns_of(int who)
 {
@@ -128,7 +120,7 @@ static int fixed_worker(int cpu, long mb, long passes, int ready, int go, int re
 		}
 	}
 	r.cpu_ns = cpu_ns_of(RUSAGE_SELF) - r.cpu_ns;
-	r.end_ns = now_ns();
+	r.end_ns = lab_now_ns();
 	return write(res, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
 }
 
@@ -200,7 +192,7 @@ static int fixed_run(long workers, long total, long passes, int ncpus,
 		err = 1;
 	if (lab_write_file(LAB_CGROUP_ROOT "/cgroup.procs", "0"))
 		err = 1;
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	for (i = 0; i < workers; i++)
 		if (write(gp[1], "g", 1) != 1)
 			err = 1;
@@ -301,7 +293,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dirtyreclaim: cannot set up cgroup %s\n", CG);
 		return 1;
 	}
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	pid = fork();
 	if (!pid) {
 		execl("/usr/bin/stress-ng", "stress-ng", "--vm", w, "--vm-bytes",
@@ -311,7 +303,7 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	waitpid(pid, &status, 0);
-	t1 = now_ns();
+	t1 = lab_now_ns();
 	/* stress-ng and its workers, reclaim in their context included */
 	cpu = cpu_ns_of(RUSAGE_CHILDREN);
 	printf("METRIC time_ns %lld\n", cpu_time ? cpu : t1 - t0);

@@ -48,14 +48,6 @@ static long passes;
 static atomic_int done;
 static long long dirty_ns;
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /*
  * A few words per page, different in every page and pass: zram then
  * compresses each page (a page of one repeated word it would keep as a
@@ -72,14 +64,14 @@ static void scribble(char *page, uint64_t seed)
 
 static void *dirtier(void *arg)
 {
-	long long t0 = now_ns();
+	long long t0 = lab_now_ns();
 	size_t off;
 	long p;
 
 	for (p = 0; p < passes; p++)
 		for (off = 0; off < dirty_len; off += page_size)
 			scribble(dirty + off, (p << 32) | (off / page_size));
-	dirty_ns = now_ns() - t0;
+	dirty_ns = lab_now_ns() - t0;
 	atomic_store(&done, 1);
 	return NULL;
 }
@@ -159,9 +151,9 @@ int main(int argc, char **argv)
 			}
 			if (!(pm & LAB_PM_SWAP))
 				continue;
-			t0 = now_ns();
+			t0 = lab_now_ns();
 			scribble(page, ((uint64_t)++round << 32) | i);
-			t1 = now_ns();
+			t1 = lab_now_ns();
 			samples[n++] = t1 - t0;
 		}
 		/*

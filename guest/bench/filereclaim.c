@@ -41,14 +41,6 @@
 
 static char file_path[4096];
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int make_file(size_t size)
 {
 	static char buf[1 << 20];
@@ -181,9 +173,9 @@ int main(int argc, char **argv)
 	thp_kb = lab_meminfo_kb("FileHugePages");
 	pmd_kb = lab_meminfo_kb("FilePmdMapped");
 	snprintf(amount, sizeof(amount), "%zuM", (size >> 20) * percent / 100);
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	err = lab_cg_reclaim(CG, amount);
-	t1 = now_ns();
+	t1 = lab_now_ns();
 	lab_cg_memory_current(CG, &cur1);
 	rss1 = lab_status_kb("RssFile");
 	if (err && err != -EAGAIN)

@@ -23,16 +23,10 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "lab.h"
+
 #define PSZ	4096UL
 #define SZ_2M	(2UL << 20)
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -80,19 +74,19 @@ int main(int argc, char **argv)
 		}
 	}
 
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	for (it = 0; it < iters; it++) {
-		m0 = now_ns();
+		m0 = lab_now_ns();
 		if (mprotect(p, size, PROT_READ) ||
 		    mprotect(p, size, PROT_READ | PROT_WRITE)) {
 			perror("mprotect");
 			return 1;
 		}
-		in_mprotect += now_ns() - m0;
+		in_mprotect += lab_now_ns() - m0;
 		for (i = 0; i < size; i += PSZ)
 			p[i + it % PSZ] = (char)(i / PSZ);
 	}
-	t1 = now_ns();
+	t1 = lab_now_ns();
 
 	for (i = 0; i < size; i++) {
 		if (p[i] != (char)(i / PSZ)) {

@@ -18,13 +18,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "lab.h"
 
 int main(int argc, char **argv)
 {
@@ -32,7 +26,7 @@ int main(int argc, char **argv)
 	long iters = argc > 2 ? atol(argv[2]) : 10000;
 	long long t0, t1, in_mremap = 0;
 
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	for (long i = 0; i < iters; i++) {
 		char *addr, *new_addr;
 		long long m0;
@@ -44,10 +38,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		memset(addr, 0xaa, size);
-		m0 = now_ns();
+		m0 = lab_now_ns();
 		new_addr = mremap(addr, size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
 				  addr + size);
-		in_mremap += now_ns() - m0;
+		in_mremap += lab_now_ns() - m0;
 		if (new_addr != addr + size) {
 			perror("mremap");
 			return 1;
@@ -58,7 +52,7 @@ int main(int argc, char **argv)
 		}
 		munmap(new_addr, size);
 	}
-	t1 = now_ns();
+	t1 = lab_now_ns();
 	printf("METRIC time_ns %lld\n", t1 - t0);
 	printf("METRIC mremap_ns %lld\n", in_mremap);
 	printf("METRIC iterations %ld\n", iters);

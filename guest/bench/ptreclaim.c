@@ -17,14 +17,6 @@
 
 #include "lab.h"
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? atol(argv[1]) : 1024;
@@ -45,7 +37,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	before = lab_status_kb("VmPTE");
-	t0 = now_ns();
+	t0 = lab_now_ns();
 	for (long i = 0; i < rounds; i++, p += LAB_SZ_2M) {
 		memset(p, 1, LAB_SZ_2M);
 		if (madvise(p, LAB_SZ_2M, MADV_DONTNEED)) {
@@ -53,7 +45,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	t1 = now_ns();
+	t1 = lab_now_ns();
 	after = lab_status_kb("VmPTE");
 	printf("METRIC time_ns %lld\n", t1 - t0);
 	printf("METRIC rounds %ld\n", rounds);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define LAB_SZ_1K		(1UL << 10)
 #define LAB_SZ_1M		(1UL << 20)
@@ -401,5 +402,21 @@ void lab_fill_pat(char *p, size_t first, size_t nr, unsigned int tag);
  * lab_pat(@tag, ...), or @nr times the words per page if none differs.
  */
 size_t lab_check_pat(const char *p, size_t first, size_t nr, unsigned int tag);
+
+/**
+ * lab_now_ns() - read CLOCK_MONOTONIC in nanoseconds
+ *
+ * Inline, so that a program timing a call with it costs the same
+ * instructions as when each program had its own copy.
+ *
+ * Return: the time in nanoseconds.
+ */
+static inline long long lab_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 #endif /* LAB_H */
