@@ -28,9 +28,10 @@
 """
 
 import argparse
+import signal
 import sys
 
-from ..core.util import LabError
+from ..core.util import LabError, stop_children
 from . import (bench, boot, build, check, deps, export, fresh, harden, image, lava,
                profile, source, test)
 
@@ -51,11 +52,28 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    return guarded(args.fn, args)
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
+
+
+def guarded(fn, *args):
+    """Run a command's function: a LabError ends it with exit 2 and one
+    line; Ctrl-C or SIGTERM with exit 130 (a bench first writes the report
+    of the runs it finished).  Whatever ends it, no QEMU, make or other
+    child the lab started is left running."""
+    signal.signal(signal.SIGTERM, _stop)
     try:
-        return args.fn(args)
+        return fn(*args)
     except LabError as e:
         print(f"lab: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lab: interrupted", file=sys.stderr)
         return 130
+    finally:
+        n = stop_children()
+        if n:
+            print(f"lab: stopped {n} process(es) it had started", file=sys.stderr)

@@ -3,7 +3,14 @@
 import shlex
 import subprocess
 import sys
+import threading
 import time
+
+# The processes spawn() started and that may still run: what stop_children()
+# ends when the lab itself is stopped (a bench's boots and builds run in
+# threads, where no KeyboardInterrupt reaches subprocess.run()).
+_children = set()
+_children_lock = threading.Lock()
 
 
 class LabError(Exception):
@@ -31,11 +38,14 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
         with open(log, "a") as f:
             f.write(f"\n$ {' '.join(shlex.quote(str(c)) for c in cmd)}\n")
             f.flush()
-            p = subprocess.run(cmd, cwd=cwd, env=env, stdout=f,
-                               stderr=subprocess.STDOUT, text=True)
+            child = spawn(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
+                          text=True)
+            p = subprocess.CompletedProcess(cmd, child.wait())
     else:
-        p = subprocess.run(cmd, cwd=cwd, env=env, text=True,
-                           capture_output=capture)
+        pipe = subprocess.PIPE if capture else None
+        child = spawn(cmd, cwd=cwd, env=env, text=True, stdout=pipe, stderr=pipe)
+        stdout, stderr = child.communicate()
+        p = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     if check and p.returncode != 0:
         where = f" (log: {log})" if log else ""
         detail = ""
@@ -44,6 +54,38 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
         raise LabError(f"command failed with exit {p.returncode}: "
                        f"{' '.join(str(c) for c in cmd)}{where}{detail}")
     return p
+
+
+def spawn(cmd, **kwargs):
+    """subprocess.Popen(cmd, **kwargs), remembered until it has ended, so
+    that stop_children() can end it."""
+    p = subprocess.Popen(cmd, **kwargs)
+    with _children_lock:
+        for old in [c for c in _children if c.poll() is not None]:
+            _children.discard(old)
+        _children.add(p)
+    return p
+
+
+def stop_children(grace=5.0):
+    """End every process spawn() started that still runs: SIGTERM (make
+    then stops its compilers, QEMU its guest), SIGKILL after @grace seconds.
+    The command line calls it on its way out, so that a lab stopped by
+    Ctrl-C or SIGTERM leaves no QEMU or make running.  Returns how many
+    processes it ended."""
+    with _children_lock:
+        live = [c for c in _children if c.poll() is None]
+        _children.clear()
+    for c in live:
+        c.terminate()
+    end = time.monotonic() + grace
+    for c in live:
+        try:
+            c.wait(max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            c.kill()
+            c.wait()
+    return len(live)
 
 
 def out(cmd, cwd=None):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import config
-from ..core.util import LabError, run, say
+from ..core.util import LabError, run, say, spawn
 from . import image
 
 READY = "LAB-READY:"
@@ -122,8 +122,8 @@ def _run_qemu(cmd, console, timeout, echo):
     stamps = []
     with open(console, "w") as log:
         log.write("# " + " ".join(cmd) + "\n")
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+        p = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                  stderr=subprocess.STDOUT)
         buf = b""
         while True:
             left = timeout - (time.monotonic() - t0)

@@ -17,7 +17,7 @@ import threading
 import time
 
 from ..core import config
-from ..core.util import LabError, Timer, run, say
+from ..core.util import LabError, Timer, run, say, spawn
 
 BUILD_ENV = {
     # Reproducible strings: keep ccache hits for init/version.c across builds.
@@ -213,7 +213,7 @@ def _build(arch_name, variant, flavour, jobs=None, nice=0):
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        p = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
+        p = spawn(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
         last = time.monotonic()
         while p.poll() is None:
             time.sleep(2)
