@@ -1,8 +1,8 @@
 """Host tests: a lab stopped by SIGTERM or Ctrl-C leaves none of its
-children running (QEMU boots and builds run in threads, where no
-KeyboardInterrupt reaches them), and says so with exit 130."""
+children running and starts no new one (QEMU boots and builds run in
+threads, where no KeyboardInterrupt reaches them), and says so with exit
+130."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -10,13 +10,17 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from lab.core import util
 
 REPO = Path(__file__).resolve().parent.parent
 
-# A command function as 'lab bench' has one: a boot (guest/run.py's QEMU
-# loop) and a make (util.run) in threads of their own, the main thread
-# waiting.  Each child writes its pid to a file, then sleeps.
+# A command function as 'lab bench' and 'lab test' have them: boots
+# (guest/run.py's QEMU loop) one after the other in a daemon thread, makes
+# (util.run) one after the other in a non-daemon thread that goes on after
+# a failed job, the main thread waiting.  Each child writes its pid to
+# <name><n>.pid and, with "stubborn" in argv, ignores SIGTERM.
 SCRIPT = textwrap.dedent("""
     import sys, threading, time
     from pathlib import Path
@@ -25,15 +29,26 @@ SCRIPT = textwrap.dedent("""
     from lab.guest import run
 
     d = Path(sys.argv[1])
+    trap = "trap '' TERM; " if "stubborn" in sys.argv else ""
 
     def child(name):
-        return ["sh", "-c", f"echo $$ > {d}/{name}.pid; exec sleep 600"]
+        return ["sh", "-c", f"{trap}echo $$ > {d}/{name}.pid; "
+                "while :; do sleep 1; done"]
+
+    def boots():
+        for i in range(3):
+            run._run_qemu(child(f"qemu{i}"), d / f"console{i}.log", 600, None)
+
+    def makes():
+        for i in range(3):
+            try:
+                util.run(child(f"make{i}"), quiet=True, check=False)
+            except util.LabError as e:
+                print(e, file=sys.stderr)
 
     def command(_args):
-        threading.Thread(target=run._run_qemu, daemon=True,
-                         args=(child("qemu"), d / "console.log", 600, None)).start()
-        threading.Thread(target=util.run, daemon=True, args=(child("make"),),
-                         kwargs={"quiet": True}).start()
+        threading.Thread(target=boots, daemon=True).start()
+        threading.Thread(target=makes).start()
         time.sleep(600)
         return 0
 
@@ -53,48 +68,99 @@ def wait_for(paths, seconds=20):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if all(p.exists() and p.read_text().strip() for p in paths):
-            return [int(p.read_text()) for p in paths]
+            return
         time.sleep(0.1)
     raise AssertionError(f"children never started: {paths}")
 
 
-def stopped_lab(tmp_path, sig):
-    p = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pids = wait_for([tmp_path / "qemu.pid", tmp_path / "make.pid"])
+def pids(d):
+    return {p.stem: int(p.read_text()) for p in d.glob("*.pid") if p.read_text().strip()}
+
+
+def stop_lab(tmp_path, *signals, extra=()):
+    """Start SCRIPT, wait for its first boot and make, send @signals half a
+    second apart; return (exit code, stderr, {child name: alive after})."""
+    p = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path), *extra],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
     try:
-        p.send_signal(sig)
+        wait_for([tmp_path / "qemu0.pid", tmp_path / "make0.pid"])
+        for sig in signals:
+            p.send_signal(sig)
+            time.sleep(0.5)
+        _, err = p.communicate(timeout=30)
+        time.sleep(0.2)
+        left = {name: alive(pid) for name, pid in pids(tmp_path).items()}
+    finally:
+        p.kill()
+        for pid in pids(tmp_path).values():
+            if alive(pid):
+                subprocess.run(["kill", "-9", str(pid)])
+    return p.returncode, err, left
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_lab_ends_its_children_and_starts_no_new_one(tmp_path, sig):
+    code, err, left = stop_lab(tmp_path, sig)
+    # before the SIGTERM handler, Python ended at once (exit -15) and the
+    # children lived on, reparented to init
+    assert code == 130 and "lab: interrupted" in err
+    assert "stopped 2 process(es)" in err
+    # the boot and the make that ran were ended; the threads' next boot and
+    # makes were refused, not started
+    assert left == {"qemu0": False, "make0": False}
+    assert "the lab is stopping: sh not started" in err
+
+
+def test_a_second_signal_does_not_cut_the_clean_up_short(tmp_path):
+    # children that ignore SIGTERM get SIGKILL after the grace, even when
+    # SIGTERM comes again meanwhile
+    code, err, left = stop_lab(tmp_path, signal.SIGTERM, signal.SIGTERM,
+                               signal.SIGINT, extra=("stubborn",))
+    assert code == 130 and "Traceback" not in err
+    assert left == {"qemu0": False, "make0": False}
+
+
+def test_run_kills_and_reaps_its_child_on_ctrl_c(tmp_path):
+    # util.run() in the main thread, no cli.guarded(): as subprocess.run()
+    # did, the child is gone by the time the KeyboardInterrupt goes on
+    script = textwrap.dedent(f"""
+        import os, signal
+        from lab.core import util
+        def stop(*_):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            util.run(["sh", "-c", "echo $$ > {tmp_path}/c.pid; exec sleep 600"],
+                     quiet=True)
+        except KeyboardInterrupt:
+            pid = open("{tmp_path}/c.pid").read().strip()
+            print("child:", "gone" if not os.path.exists("/proc/" + pid) else "left")
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for([tmp_path / "c.pid"])
+        p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=30)
     finally:
         p.kill()
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
-    return p.returncode, err, pids
+    assert out.strip() == "child: gone", (out, err)
 
 
-def test_sigterm_stops_the_boots_and_builds_the_lab_started(tmp_path):
-    code, err, pids = stopped_lab(tmp_path, signal.SIGTERM)
-    # before the handler, SIGTERM ended Python at once (exit -15) and the
-    # sleeping children lived on, reparented to init
-    assert code == 130 and "lab: interrupted" in err
-    assert "stopped 2 process(es)" in err
-    assert not [pid for pid in pids if alive(pid)]
-
-
-def test_ctrl_c_stops_them_too(tmp_path):
-    code, err, pids = stopped_lab(tmp_path, signal.SIGINT)
-    assert code == 130 and "lab: interrupted" in err
-    assert not [pid for pid in pids if alive(pid)]
-
-
-def test_a_child_that_ignores_sigterm_is_killed_after_the_grace():
-    p = util.spawn(["sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
-    time.sleep(0.3)             # let the shell set its trap
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, monkeypatch):
+    ready = tmp_path / "ready"
+    p = util.spawn(["sh", "-c", f"trap '' TERM; : > {ready}; "
+                    "while :; do sleep 1; done"])
+    end = time.monotonic() + 20
+    while not ready.exists() and time.monotonic() < end:
+        time.sleep(0.05)
     t0 = time.monotonic()
     assert util.stop_children(grace=0.5) == 1
     assert p.returncode == -signal.SIGKILL
     assert time.monotonic() - t0 < 5
+    with pytest.raises(util.LabError, match="stopping"):
+        util.spawn(["true"])
 
 
 def test_ended_children_are_not_stopped_again():

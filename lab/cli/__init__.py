@@ -63,7 +63,10 @@ def guarded(fn, *args):
     """Run a command's function: a LabError ends it with exit 2 and one
     line; Ctrl-C or SIGTERM with exit 130 (a bench first writes the report
     of the runs it finished).  Whatever ends it, no QEMU, make or other
-    child the lab started is left running."""
+    child the lab started is left running, and none is started after it
+    (threads still running then fail at their next command and end).  The
+    signal handlers are those of before when it returns."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGTERM, _stop)
     try:
         return fn(*args)
@@ -74,6 +77,11 @@ def guarded(fn, *args):
         print("lab: interrupted", file=sys.stderr)
         return 130
     finally:
+        # a second Ctrl-C or SIGTERM must not cut the clean-up short
+        for sig in handlers:
+            signal.signal(sig, signal.SIG_IGN)
         n = stop_children()
         if n:
             print(f"lab: stopped {n} process(es) it had started", file=sys.stderr)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

@@ -8,9 +8,12 @@ import time
 
 # The processes spawn() started and that may still run: what stop_children()
 # ends when the lab itself is stopped (a bench's boots and builds run in
-# threads, where no KeyboardInterrupt reaches subprocess.run()).
+# threads, where no KeyboardInterrupt reaches subprocess.run()).  Once it
+# is set, _stopping makes spawn() refuse, so that a thread whose child was
+# ended does not start the next one.
 _children = set()
 _children_lock = threading.Lock()
+_stopping = threading.Event()
 
 
 class LabError(Exception):
@@ -40,12 +43,12 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
             f.flush()
             child = spawn(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
                           text=True)
-            p = subprocess.CompletedProcess(cmd, child.wait())
+            stdout, stderr = _reap(child)
     else:
         pipe = subprocess.PIPE if capture else None
         child = spawn(cmd, cwd=cwd, env=env, text=True, stdout=pipe, stderr=pipe)
-        stdout, stderr = child.communicate()
-        p = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
+        stdout, stderr = _reap(child)
+    p = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     if check and p.returncode != 0:
         where = f" (log: {log})" if log else ""
         detail = ""
@@ -56,11 +59,26 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
     return p
 
 
+def _reap(child):
+    """child.communicate(), and on any exception (Ctrl-C in the main thread)
+    the child killed and reaped before the exception goes on, as
+    subprocess.run() does."""
+    try:
+        return child.communicate()
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+
+
 def spawn(cmd, **kwargs):
     """subprocess.Popen(cmd, **kwargs), remembered until it has ended, so
-    that stop_children() can end it."""
-    p = subprocess.Popen(cmd, **kwargs)
+    that stop_children() can end it.  Raises LabError once stop_children()
+    has run: a stopped lab starts nothing new."""
     with _children_lock:
+        if _stopping.is_set():
+            raise LabError(f"the lab is stopping: {cmd[0]} not started")
+        p = subprocess.Popen(cmd, **kwargs)
         for old in [c for c in _children if c.poll() is not None]:
             _children.discard(old)
         _children.add(p)
@@ -68,14 +86,15 @@ def spawn(cmd, **kwargs):
 
 
 def stop_children(grace=5.0):
-    """End every process spawn() started that still runs: SIGTERM (make
-    then stops its compilers, QEMU its guest), SIGKILL after @grace seconds.
-    The command line calls it on its way out, so that a lab stopped by
-    Ctrl-C or SIGTERM leaves no QEMU or make running.  Returns how many
-    processes it ended."""
+    """End every process spawn() started that still runs, and make spawn()
+    refuse from now on: SIGTERM (make then stops its compilers, QEMU its
+    guest), SIGKILL to those still running after @grace seconds.  The
+    command line calls it on its way out, so that a lab stopped by Ctrl-C
+    or SIGTERM leaves no QEMU or make running.  Returns how many processes
+    it ended."""
     with _children_lock:
+        _stopping.set()
         live = [c for c in _children if c.poll() is None]
-        _children.clear()
     for c in live:
         c.terminate()
     end = time.monotonic() + grace
@@ -85,6 +104,8 @@ def stop_children(grace=5.0):
         except subprocess.TimeoutExpired:
             c.kill()
             c.wait()
+    with _children_lock:
+        _children.difference_update(live)
     return len(live)
 
 
