@@ -37,6 +37,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "lab_test.h"
 
 #define MP_SWITCH	"/sys/kernel/mm/foliobatch/mprotect_batch"
 #define PSZ		4096UL
@@ -268,19 +269,14 @@ FIXTURE_VARIANT_ADD(mech, stock) {
 
 FIXTURE_SETUP(mech)
 {
-	const char *env = getenv("LAB_FLAVOUR");
-	const char *fl = env ? env : "(unset)";
-
 	self->env.sw.valid = false;
 	self->env.shmem.valid = false;
 	self->env.thp.top.valid = false;
 	self->env.thp.nr = 0;
 	self->env.pm_fd = -1;
 	self->env.kpf_fd = -1;
-	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
-		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
-	if (strcmp(fl, variant->flavour))
-		SKIP(return, "variant for the %s kernel", variant->flavour);
+	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
+			    variant->flavour);
 	mp_setup(_metadata, &self->env, 64);
 }
 

@@ -38,6 +38,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "lab_test.h"
 
 #define MB_SWITCH	"/sys/kernel/mm/foliobatch/mremap_batch"
 #define PSZ		4096UL
@@ -432,18 +433,15 @@ FIXTURE_VARIANT_ADD(mech, stock) {
  */
 FIXTURE_SETUP(mech)
 {
-	const char *env = getenv("LAB_FLAVOUR");
-	const char *fl = env ? env : "(unset)";
+	const char *fl = lab_flavour();
 
 	self->env.sw.valid = false;
 	self->env.thp.top.valid = false;
 	self->env.thp.nr = 0;
 	self->env.pm_fd = -1;
 	self->env.kpf_fd = -1;
-	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
-		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
-	if (strcmp(fl, variant->flavour))
-		SKIP(return, "variant for the %s kernel", variant->flavour);
+	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
+			    variant->flavour);
 	ASSERT_EQ(variant->value >= 0, lab_path_exists(MB_SWITCH))
 		TH_LOG("%s %s on the %s kernel", MB_SWITCH,
 		       variant->value >= 0 ? "missing" : "present", fl);

@@ -44,6 +44,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "lab_test.h"
 
 #define PT_RECLAIM	"/sys/kernel/mm/foliobatch/pt_reclaim"
 #define XFS_DIR		"/mnt/xfs"
@@ -179,16 +180,11 @@ FIXTURE_VARIANT_ADD(pt, stock) {
  */
 FIXTURE_SETUP(pt)
 {
-	const char *env = getenv("LAB_FLAVOUR");
-	const char *fl = env ? env : "(unset)";
-
 	self->knob.valid = false;
 	self->thp_saved = false;
 	self->reclaim = false;
-	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
-		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
-	if (strcmp(fl, variant->flavour))
-		SKIP(return, "variant for the %s kernel", variant->flavour);
+	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
+			    variant->flavour);
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize());
 	if (!variant->value) {
 		ASSERT_FALSE(lab_path_exists(PT_RECLAIM))

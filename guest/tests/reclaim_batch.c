@@ -46,6 +46,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "lab_test.h"
 
 #define FB_DIR		"/sys/kernel/mm/foliobatch"
 #define LRU_GEN		"/sys/kernel/mm/lru_gen/enabled"
@@ -125,8 +126,6 @@ FIXTURE_VARIANT_ADD(rb, mglru_on) {
  */
 FIXTURE_SETUP(rb)
 {
-	const char *env = getenv("LAB_FLAVOUR");
-	const char *fl = env ? env : "(unset)";
 	char path[256];
 	int i, ret;
 
@@ -134,10 +133,8 @@ FIXTURE_SETUP(rb)
 		self->sw[i].valid = false;
 	self->lru_gen.valid = false;
 	self->shmem_64k.valid = false;
-	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
-		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
-	if (strcmp(fl, variant->flavour))
-		SKIP(return, "variant for the %s kernel", variant->flavour);
+	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
+			    variant->flavour);
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize());
 	ret = lab_is_mounted(XFS_DIR, "xfs");
 	ASSERT_EQ(1, ret)

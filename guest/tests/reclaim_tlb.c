@@ -35,6 +35,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "lab_test.h"
 
 #define SWITCH		"/sys/kernel/mm/foliobatch/reclaim_tlb_batch"
 #define LRU_GEN		"/sys/kernel/mm/lru_gen/enabled"
@@ -94,16 +95,11 @@ FIXTURE_VARIANT_ADD(rt, stock) {
  */
 FIXTURE_SETUP(rt)
 {
-	const char *env = getenv("LAB_FLAVOUR");
-	const char *fl = env ? env : "(unset)";
-
 	self->knob.valid = false;
 	self->lru_gen.valid = false;
 	self->thp_saved = false;
-	ASSERT_TRUE(!strcmp(fl, "stock") || !strcmp(fl, "patched"))
-		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched", fl);
-	if (strcmp(fl, variant->flavour))
-		SKIP(return, "variant for the %s kernel", variant->flavour);
+	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
+			    variant->flavour);
 	ASSERT_TRUE(lab_have_swap())
 		TH_LOG("no swap device: the lab's guest swaps on its labswap disk (guest/init)");
 	if (!variant->value) {

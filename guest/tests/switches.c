@@ -19,6 +19,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "lab_test.h"
 
 #define FB_DIR	"/sys/kernel/mm/foliobatch"
 #define FB_NR	7
@@ -27,21 +28,6 @@ static const char * const fb_names[FB_NR] = {
 	"pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
 	"mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch",
 };
-
-/*
- * Fails the test unless LAB_FLAVOUR is "stock" or "patched", and skips it
- * unless LAB_FLAVOUR is @want.
- */
-#define REQUIRE_FLAVOUR(want, why) do {					\
-	const char *__env = getenv("LAB_FLAVOUR");			\
-	const char *__fl = __env ? __env : "(unset)";			\
-									\
-	ASSERT_TRUE(!strcmp(__fl, "stock") || !strcmp(__fl, "patched"))	\
-		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched",	\
-		       __fl);						\
-	if (strcmp(__fl, want))						\
-		SKIP(return, "%s", why);				\
-} while (0)
 
 /* Returns 0 or 1 if the switch reads exactly "0\n" or "1\n", else -1. */
 static int fb_read(const char *name)
@@ -138,8 +124,8 @@ TEST(stock_has_no_switches)
 	struct stat st;
 	int ret, err;
 
-	REQUIRE_FLAVOUR("stock",
-			"patched kernel: the absence check is for stock");
+	LAB_REQUIRE_FLAVOUR("stock",
+			    "patched kernel: the absence check is for stock");
 	ret = stat(FB_DIR, &st);
 	err = errno;
 	ASSERT_EQ(-1, ret) TH_LOG("%s exists on stock", FB_DIR);
@@ -155,7 +141,7 @@ FIXTURE_SETUP(fb)
 {
 	int i;
 
-	REQUIRE_FLAVOUR("patched", "stock kernel has no switches");
+	LAB_REQUIRE_FLAVOUR("patched", "stock kernel has no switches");
 	for (i = 0; i < FB_NR; i++) {
 		self->initial[i] = fb_read(fb_names[i]);
 		ASSERT_LE(0, self->initial[i])

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * lab_test.h - what the foliobatch lab's guest tests share on top of the
+ * kselftest harness (include it after kselftest_harness.h).  Unlike
+ * lab.h's helpers, these report through the harness: they may fail or
+ * skip the test that uses them.
+ */
+#ifndef LAB_TEST_H
+#define LAB_TEST_H
+
+#include <stdlib.h>
+#include <string.h>
+
+/**
+ * lab_flavour() - the kernel the guest runs, as the lab's /init says
+ *
+ * Return: the environment's LAB_FLAVOUR ("stock" or "patched"), or
+ * "(unset)".
+ */
+static inline const char *lab_flavour(void)
+{
+	const char *fl = getenv("LAB_FLAVOUR");
+
+	return fl ? fl : "(unset)";
+}
+
+/*
+ * LAB_REQUIRE_FLAVOUR(want, fmt, ...) - in a test or a FIXTURE_SETUP():
+ * fails unless LAB_FLAVOUR is "stock" or "patched" (a boot without it
+ * would skip every variant and prove nothing), and skips with the message
+ * @fmt unless it is @want.
+ */
+#define LAB_REQUIRE_FLAVOUR(want, fmt, ...) do {				const char *__fl = lab_flavour();														ASSERT_TRUE(!strcmp(__fl, "stock") || !strcmp(__fl, "patched"))			TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched",			       __fl);							if (strcmp(__fl, want))								SKIP(return, fmt, ##__VA_ARGS__);			} while (0)
+
+#endif /* LAB_TEST_H */
