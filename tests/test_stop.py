@@ -22,9 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 # a failed job, the main thread waiting.  Each child writes its pid to
 # <name><n>.pid and, with "stubborn" in argv, ignores SIGTERM.
 SCRIPT = textwrap.dedent("""
-    import sys, threading, time
+    import signal, sys, threading, time
     from pathlib import Path
     from lab import cli
+
+    # Ctrl-C as from a terminal: a lab started in the background (as CI
+    # may start this test) inherits SIGINT ignored, and Python then keeps
+    # it ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from lab.core import util
     from lab.guest import run
 
