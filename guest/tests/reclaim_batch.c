@@ -1422,6 +1422,58 @@ out:
 }
 
 /*
+ * How many times unmap_batch_calls measures the batched path before its
+ * bounds fail.  The probes count the calls of the whole kernel, so what
+ * else runs meanwhile only adds to the workload's own: 11 lab runs had 3
+ * flush_tlb_mm_range() calls more than folios, one beside two other
+ * boots on a 2-core host 13, over SLACK.  A kernel that does not batch is
+ * over by hundreds in every attempt, so the bounds are measured again
+ * rather than widened.
+ */
+#define UNMAP_ATTEMPTS	3
+
+/*
+ * One measurement of unmap_batch_calls: caches the test file afresh (the
+ * pages out of the last attempt are gone), forks unmap_child() and reads
+ * its report into @rep.  Returns 0, or -errno with the child's status in
+ * *@st.
+ */
+static int unmap_attempt(struct rb_probe *pr, int n, struct unmap_report *rep,
+			 int *st)
+{
+	int fd, out[2], err;
+	pid_t child;
+
+	fd = make_cached_file();
+	if (fd < 0)
+		return fd;
+	if (pipe(out)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	child = fork();
+	if (child < 0) {
+		err = -errno;
+		close(fd);
+		close(out[0]);
+		close(out[1]);
+		return err;
+	}
+	if (!child) {
+		close(out[0]);
+		unmap_child(fd, pr, n, out[1]);
+	}
+	close(out[1]);
+	err = read(out[0], rep, sizeof(*rep)) == sizeof(*rep) ? 0 : -EIO;
+	close(out[0]);
+	close(fd);
+	if (waitpid(child, st, 0) != child && !err)
+		err = -errno;
+	return err;
+}
+
+/*
  * Proves try_to_unmap_one() unmaps a file large folio in one batch, with
  * one TLB flush, when unmap_batch is on, and one PTE at a time when it is
  * off and on stock.  A child process maps 8 MB of the cached test file,
@@ -1438,7 +1490,9 @@ out:
  * PTE, the batch once per folio: flushes >= pages unmapped, against <=
  * calls + SLACK.  On arm64 6.12 unfolds every contpte block it unmaps
  * (__contpte_try_unfold() once per block), the batch clears whole blocks
- * and unfolds none.
+ * and unfolds none.  The batched path's upper bounds get up to
+ * UNMAP_ATTEMPTS measurements, each printed; the 6.12 path's lower bounds
+ * one.
  */
 TEST_F_TIMEOUT(rb, unmap_batch_calls, 300)
 {
@@ -1458,38 +1512,42 @@ TEST_F_TIMEOUT(rb, unmap_batch_calls, 300)
 	struct unmap_report rep;
 	const char *bad = "";
 	long long steps, calls;
-	int fd, err, i, st, out[2];
-	pid_t child;
+	int attempt, err, i, st = 0;
 
 	err = probes_add(pr, NR, !variant->sw[0], &bad);
 	ASSERT_EQ(0, err) TH_LOG("kprobe on %s: %s", bad, strerror(-err));
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	fd = make_cached_file();
-	ASSERT_LE(0, fd) TH_LOG("%s: %s", XFS_FILE, strerror(-fd));
 	/* The child's mm is new and runs on this CPU only. */
 	ASSERT_LE(0, pin_here());
-	ASSERT_EQ(0, pipe(out));
-	child = fork();
-	ASSERT_LE(0, child);
-	if (!child) {
-		close(out[0]);
-		unmap_child(fd, pr, NR, out[1]);
+	for (attempt = 1; ; attempt++) {
+		err = unmap_attempt(pr, NR, &rep, &st);
+		ASSERT_EQ(0, err)
+			TH_LOG("no report from the child (status %#x): %s", st,
+			       strerror(-err));
+		ASSERT_EQ(0, rep.err)
+			TH_LOG("child, step %d: %s", rep.step, strerror(-rep.err));
+		for (i = 0; i < NR; i++)
+			pr[i].calls = rep.calls[i];
+		ksft_print_msg("attempt %d: mapped pages %ld -> %ld; %ld of %ld folios unmapped: %ld pages, %ld single pages, %ld contpte blocks\n",
+			       attempt, rep.mapped0, rep.mapped1, rep.gone,
+			       rep.folios, rep.gone_pages, rep.gone_singles,
+			       rep.gone_blocks);
+		probes_print(on ? "calls, batched" : "calls, per PTE", pr, NR);
+		steps = pr[WALK].calls;
+		calls = pr[UNMAP_ONE].calls;
+		/* only the batched path's upper bounds can be met again */
+		if (!on || attempt == UNMAP_ATTEMPTS)
+			break;
+		if (steps <= calls + rep.gone_singles + SLACK
+#ifdef __x86_64__
+		    && pr[FLUSH].calls <= calls + SLACK
+#endif
+#ifdef __aarch64__
+		    && pr[UNFOLD].calls <= 2
+#endif
+		    )
+			break;
 	}
-	close(out[1]);
-	err = read(out[0], &rep, sizeof(rep)) == sizeof(rep) ? 0 : -EIO;
-	close(out[0]);
-	ASSERT_EQ(child, waitpid(child, &st, 0));
-	ASSERT_EQ(0, err) TH_LOG("no report from the child (status %#x)", st);
-	ASSERT_EQ(0, rep.err)
-		TH_LOG("child, step %d: %s", rep.step, strerror(-rep.err));
-	for (i = 0; i < NR; i++)
-		pr[i].calls = rep.calls[i];
-	ksft_print_msg("mapped pages %ld -> %ld; %ld of %ld folios unmapped: %ld pages, %ld single pages, %ld contpte blocks\n",
-		       rep.mapped0, rep.mapped1, rep.gone, rep.folios,
-		       rep.gone_pages, rep.gone_singles, rep.gone_blocks);
-	probes_print(on ? "calls, batched" : "calls, per PTE", pr, NR);
-	steps = pr[WALK].calls;
-	calls = pr[UNMAP_ONE].calls;
 
 	ASSERT_LE(rep.mapped0 * 3 / 4, rep.gone_pages)
 		TH_LOG("MADV_PAGEOUT unmapped less than 3/4 of the mapping");
@@ -1525,7 +1583,6 @@ TEST_F_TIMEOUT(rb, unmap_batch_calls, 300)
 			TH_LOG("fewer unfolds than contpte blocks unmapped: they were batched");
 	}
 #endif
-	close(fd);
 }
 
 /*
