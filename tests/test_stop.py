@@ -25,13 +25,13 @@ SCRIPT = textwrap.dedent("""
     import signal, sys, threading, time
     from pathlib import Path
     from lab import cli
+    from lab.core import util
+    from lab.guest import run
 
     # Ctrl-C as from a terminal: a lab started in the background (as CI
     # may start this test) inherits SIGINT ignored, and Python then keeps
     # it ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from lab.core import util
-    from lab.guest import run
 
     d = Path(sys.argv[1])
     trap = "trap '' TERM; " if "stubborn" in sys.argv else ""
@@ -153,13 +153,11 @@ def test_run_kills_and_reaps_its_child_on_ctrl_c(tmp_path):
     assert out.strip() == "child: gone", (out, err)
 
 
-def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path, monkeypatch):
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     ready = tmp_path / "ready"
-    p = util.spawn(["sh", "-c", f"trap '' TERM; : > {ready}; "
+    p = util.spawn(["sh", "-c", f"trap '' TERM; echo set > {ready}; "
                     "while :; do sleep 1; done"])
-    end = time.monotonic() + 20
-    while not ready.exists() and time.monotonic() < end:
-        time.sleep(0.05)
+    wait_for([ready])
     t0 = time.monotonic()
     assert util.stop_children(grace=0.5) == 1
     assert p.returncode == -signal.SIGKILL

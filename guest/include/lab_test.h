@@ -30,6 +30,14 @@ static inline const char *lab_flavour(void)
  * would skip every variant and prove nothing), and skips with the message
  * @fmt unless it is @want.
  */
-#define LAB_REQUIRE_FLAVOUR(want, fmt, ...) do {				const char *__fl = lab_flavour();														ASSERT_TRUE(!strcmp(__fl, "stock") || !strcmp(__fl, "patched"))			TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched",			       __fl);							if (strcmp(__fl, want))								SKIP(return, fmt, ##__VA_ARGS__);			} while (0)
+#define LAB_REQUIRE_FLAVOUR(want, fmt, ...) do {			\
+	const char *__fl = lab_flavour();				\
+									\
+	ASSERT_TRUE(!strcmp(__fl, "stock") || !strcmp(__fl, "patched"))	\
+		TH_LOG("LAB_FLAVOUR is %s: set it to stock or patched",	\
+		       __fl);						\
+	if (strcmp(__fl, want))						\
+		SKIP(return, fmt, ##__VA_ARGS__);			\
+} while (0)
 
 #endif /* LAB_TEST_H */

@@ -64,7 +64,7 @@ struct mp_env {
 static void mp_setup(struct __test_metadata *_metadata, struct mp_env *env,
 		     unsigned long folio_kb)
 {
-	const char *flavour = getenv("LAB_FLAVOUR");
+	const char *flavour = lab_flavour();
 	bool has_sw = lab_path_exists(MP_SWITCH);
 	char path[128];
 	int ret;
@@ -79,10 +79,10 @@ static void mp_setup(struct __test_metadata *_metadata, struct mp_env *env,
 
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize())
 		TH_LOG("the test assumes 4 KiB base pages");
-	if (flavour && !strcmp(flavour, "patched"))
+	if (!strcmp(flavour, "patched"))
 		ASSERT_TRUE(has_sw)
 			TH_LOG("patched kernel without %s", MP_SWITCH);
-	if (flavour && !strcmp(flavour, "stock"))
+	if (!strcmp(flavour, "stock"))
 		ASSERT_FALSE(has_sw)
 			TH_LOG("stock kernel with %s", MP_SWITCH);
 	if (has_sw)

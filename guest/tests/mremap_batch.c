@@ -63,7 +63,7 @@ struct mb_env {
 static void mb_setup(struct __test_metadata *_metadata, struct mb_env *env,
 		     unsigned long folio_kb)
 {
-	const char *flavour = getenv("LAB_FLAVOUR");
+	const char *flavour = lab_flavour();
 	bool has_sw = !access(MB_SWITCH, F_OK);
 	int ret;
 
@@ -76,12 +76,11 @@ static void mb_setup(struct __test_metadata *_metadata, struct mb_env *env,
 
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize())
 		TH_LOG("the test assumes 4 KiB base pages");
-	if (flavour && !strcmp(flavour, "patched")) {
+	if (!strcmp(flavour, "patched")) {
 		ASSERT_TRUE(has_sw)
 			TH_LOG("patched kernel without %s", MB_SWITCH);
-	} else if (!flavour || strcmp(flavour, "stock")) {
-		ksft_print_msg("LAB_FLAVOUR is %s: %s\n",
-			       flavour ? flavour : "(unset)",
+	} else if (strcmp(flavour, "stock")) {
+		ksft_print_msg("LAB_FLAVOUR is %s: %s\n", flavour,
 			       has_sw ? "switch found, testing 0 and 1" :
 			       "no switch, testing the kernel as it is");
 	}
