@@ -170,3 +170,35 @@ def test_ended_children_are_not_stopped_again():
     p = util.spawn(["true"])
     p.wait()
     assert util.stop_children(grace=0.5) == 0
+
+
+def test_a_make_in_the_main_thread_stops_its_own_children(tmp_path):
+    # 'lab check' and 'lab build' run make in the main thread.  make ends
+    # the compilers it started when it gets SIGTERM, not when it is
+    # killed: a lab that answered SIGTERM with SIGKILL to make left its
+    # sub-make and compilers running.  The "make" here starts a child and
+    # ends it on SIGTERM as make does.
+    script = textwrap.dedent(f"""
+        import signal, sys
+        from lab import cli
+        from lab.core import util
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        make = ("sleep 600 >/dev/null 2>&1 & echo $! > {tmp_path}/compiler.pid; "
+                "trap 'kill $!; exit 2' TERM; echo $$ > {tmp_path}/make.pid; wait")
+        sys.exit(cli.guarded(lambda _a: util.run(["sh", "-c", make], quiet=True), None))
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for([tmp_path / "make.pid", tmp_path / "compiler.pid"])
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        time.sleep(0.2)
+        left = {name: alive(pid) for name, pid in pids(tmp_path).items()}
+    finally:
+        p.kill()
+        for pid in pids(tmp_path).values():
+            if alive(pid):
+                subprocess.run(["kill", "-9", str(pid)])
+    assert p.returncode == 130, err
+    assert left == {"make": False, "compiler": False}

@@ -59,15 +59,21 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
     return p
 
 
-def _reap(child):
-    """child.communicate(), and on any exception (Ctrl-C in the main thread)
-    the child killed and reaped before the exception goes on, as
-    subprocess.run() does."""
+def _reap(child, grace=5.0):
+    """child.communicate(), and on any exception (Ctrl-C or SIGTERM in the
+    main thread) the child ended and reaped before the exception goes on:
+    SIGTERM first, so that a make ends the compilers and sub-makes it
+    started (SIGKILL would leave them running), SIGKILL after @grace
+    seconds."""
     try:
         return child.communicate()
     except BaseException:
-        child.kill()
-        child.wait()
+        child.terminate()
+        try:
+            child.wait(grace)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
         raise
 
 
