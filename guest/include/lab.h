@@ -84,6 +84,15 @@ long lab_status_kb(const char *field);
 long lab_meminfo_kb(const char *field);
 
 /**
+ * lab_vmstat() - read one counter of /proc/vmstat
+ * @name: the counter, e.g. "pswpout" or "numa_pte_updates"
+ *
+ * Return: its value, -ENOENT if this kernel has no such counter, -E2BIG if
+ * /proc/vmstat did not fit the buffer, or -errno.
+ */
+long long lab_vmstat(const char *name);
+
+/**
  * lab_path_exists() - tell whether a file or directory exists
  * @path: the path, e.g. a sysfs knob that only some kernels have
  *

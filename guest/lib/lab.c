@@ -114,6 +114,26 @@ long lab_meminfo_kb(const char *field)
 	return lab_field_kb("/proc/meminfo", field);
 }
 
+long long lab_vmstat(const char *name)
+{
+	size_t len = strlen(name);
+	char buf[16384], *line;
+	ssize_t n;
+
+	n = lab_read_file("/proc/vmstat", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if ((size_t)n == sizeof(buf) - 1)
+		return -E2BIG;
+	for (line = buf; line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (!strncmp(line, name, len) && line[len] == ' ')
+			return strtoll(line + len + 1, NULL, 10);
+	}
+	return -ENOENT;
+}
+
 bool lab_path_exists(const char *path)
 {
 	struct stat st;

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -903,6 +904,174 @@ TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 			TH_LOG("%s: %zu of %zu pages readable with their key's access denied",
 			       env->mode, n - faulted, n);
 		ASSERT_EQ(n, first_bad(p, n, 7 + m));
+		munmap(p, len);
+	}
+}
+
+#define NUMA_SYSCTL	"/proc/sys/kernel/numa_balancing"
+#define NUMA_DEBUGFS	"/sys/kernel/debug/sched/numa_balancing"
+#define NUMA_FOLIOS	128
+
+FIXTURE(numa) {
+	struct mp_env env;
+	struct lab_knob balancing;
+	struct lab_knob delay;
+	struct lab_knob period_max;
+	pthread_t helper;
+	bool has_helper;
+};
+
+/* Keeps a second user of the mm alive; see numa_hinting. */
+static void *numa_helper(void *arg)
+{
+	for (;;)
+		pause();
+	return NULL;
+}
+
+FIXTURE_SETUP(numa)
+{
+	const char *variant_name = getenv("LAB_VARIANT");
+
+	self->env.sw.valid = false;
+	self->env.shmem.valid = false;
+	self->env.thp.top.valid = false;
+	self->env.thp.nr = 0;
+	self->env.pm_fd = -1;
+	self->env.kpf_fd = -1;
+	self->balancing.valid = false;
+	self->delay.valid = false;
+	self->period_max.valid = false;
+	self->has_helper = false;
+	if (!lab_path_exists(NUMA_SYSCTL)) {
+		ASSERT_FALSE(variant_name && (!strcmp(variant_name, "debug") ||
+					      !strcmp(variant_name, "nosplit")))
+			TH_LOG("the %s kernel has no %s: configs/debug.config turns NUMA balancing on",
+			       variant_name, NUMA_SYSCTL);
+		SKIP(return, "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's debug kernels have it)",
+		     NUMA_SYSCTL);
+	}
+	mp_setup(_metadata, &self->env, 64);
+	ASSERT_EQ(0, lab_knob_save(&self->balancing, NUMA_SYSCTL));
+	ASSERT_EQ(0, lab_knob_save(&self->delay,
+				   NUMA_DEBUGFS "/scan_delay_ms"));
+	ASSERT_EQ(0, lab_knob_save(&self->period_max,
+				   NUMA_DEBUGFS "/scan_period_max_ms"));
+	ASSERT_EQ(0, pthread_create(&self->helper, NULL, numa_helper, NULL));
+	self->has_helper = true;
+}
+
+FIXTURE_TEARDOWN(numa)
+{
+	EXPECT_EQ(0, lab_knob_restore(&self->balancing))
+		TH_LOG("cannot restore %s", NUMA_SYSCTL);
+	EXPECT_EQ(0, lab_knob_restore(&self->delay));
+	EXPECT_EQ(0, lab_knob_restore(&self->period_max));
+	if (self->has_helper) {
+		pthread_cancel(self->helper);
+		pthread_join(self->helper, NULL);
+	}
+	mp_teardown(_metadata, &self->env);
+}
+
+/*
+ * Spins on the CPU (the scan runs from the task's own ticks) until the
+ * numa_pte_updates counter has grown by @want from @base, or 120 s pass.
+ * Returns the growth.
+ */
+static long long numa_wait_updates(long long base, long long want)
+{
+	long long t0 = lab_now_ns(), now;
+	volatile unsigned long spin;
+
+	for (;;) {
+		now = lab_vmstat("numa_pte_updates");
+		if (now < 0 || now - base >= want ||
+		    lab_now_ns() - t0 > 120 * 1000000000LL)
+			return now < 0 ? now : now - base;
+		for (spin = 0; spin < 1000000; spin++)
+			;
+	}
+}
+
+/*
+ * Proves that the NUMA-balancing scan still makes every PTE of a large
+ * folio PROT_NONE, one by one, with the switch on as with it off:
+ * change_pte_range() keeps the 6.12 path for MM_CP_PROT_NUMA, and the batch
+ * must not take the scan's PTEs.  128 folios of 64 kB (8 MB, 2048 PTEs),
+ * private and exclusive, in a process with a second thread (the scan leaves
+ * alone the pages of a single-threaded process that sit on its node, the
+ * only node here).  With kernel.numa_balancing at 1 the task spins until
+ * numa_pte_updates in /proc/vmstat has grown by the 2048 PTEs (at most by
+ * half as much again: the process's other pages); a scan that skipped a
+ * folio's PTEs after the first, or counted a batch more than once, fails
+ * here.  With the scan off again, one page of each folio is read, page
+ * f % 16 of folio f, so that every position in a folio is tried: each read
+ * must take a NUMA hinting fault (numa_hint_faults grows across it; 6.12's
+ * fault handler then maps the whole folio again), which fails when the
+ * scan changed only some PTEs of a folio.  Afterwards the folios are still
+ * mapped whole, with their data.
+ */
+TEST_F_TIMEOUT(numa, numa_hinting, 600)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = NUMA_FOLIOS * env->folio, n = len / PSZ;
+	const size_t per_folio = env->folio / PSZ;
+	long long u0, updates, f0, f1;
+	size_t f, missed;
+	char *p;
+	int m;
+
+	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_delay_ms", "0"));
+	/* One scan a second of CPU time, not backed off to a minute. */
+	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_period_max_ms",
+				    "1000"));
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+		fill(p, n, 9 + m);
+		assert_folios(_metadata, env, p, NUMA_FOLIOS);
+
+		u0 = lab_vmstat("numa_pte_updates");
+		ASSERT_LE(0, u0) TH_LOG("numa_pte_updates: %s",
+					strerror(-u0));
+		ASSERT_EQ(0, lab_write_file(NUMA_SYSCTL, "1"));
+		updates = numa_wait_updates(u0, n);
+		ASSERT_EQ(0, lab_write_file(NUMA_SYSCTL, "0"));
+		ASSERT_LE(0, updates);
+		ksft_print_msg("%s: the scan changed %lld PTEs, %zu of them the folios'\n",
+			       env->mode, updates, n);
+		ASSERT_LE((long long)n, updates)
+			TH_LOG("%s: the scan changed %lld PTEs in 120 s, fewer than the %zu of the folios",
+			       env->mode, updates, n);
+		ASSERT_GE((long long)(n + n / 2), updates)
+			TH_LOG("%s: the scan counted %lld PTE changes for %zu PTEs and a few other pages",
+			       env->mode, updates, n);
+
+		/* Two reads so the counter's own buffer is mapped again. */
+		ASSERT_LE(0, lab_vmstat("numa_hint_faults"));
+		f0 = lab_vmstat("numa_hint_faults");
+		ASSERT_LE(0, f0);
+		for (missed = f = 0; f < NUMA_FOLIOS; f++) {
+			volatile uint64_t *w = (volatile uint64_t *)
+				(p + f * env->folio + (f % per_folio) * PSZ);
+
+			(void)*w;
+			f1 = lab_vmstat("numa_hint_faults");
+			ASSERT_LE(0, f1);
+			if (f1 == f0) {
+				missed++;
+				ksft_print_msg("%s: no hinting fault on page %zu of folio %zu\n",
+					       env->mode, f % per_folio, f);
+			}
+			f0 = f1;
+		}
+		ASSERT_EQ(0UL, missed)
+			TH_LOG("%s: %zu of %d folios had a page the scan left accessible",
+			       env->mode, missed, NUMA_FOLIOS);
+		assert_folios(_metadata, env, p, NUMA_FOLIOS);
+		ASSERT_EQ(n, first_bad(p, n, 9 + m));
 		munmap(p, len);
 	}
 }

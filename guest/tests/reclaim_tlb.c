@@ -193,17 +193,12 @@ static long stale_page(const char *p, unsigned int w)
 	return -1;
 }
 
+/* A /proc/vmstat counter, or 0 if it cannot be read (a delta then fails). */
 static unsigned long vmstat(const char *name)
 {
-	char buf[8192], *p;
-	size_t n = strlen(name);
+	long long v = lab_vmstat(name);
 
-	if (lab_read_file("/proc/vmstat", buf, sizeof(buf)) <= 0)
-		return 0;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, name, n) && p[n] == ' ')
-			return strtoul(p + n + 1, NULL, 10);
-	return 0;
+	return v < 0 ? 0 : v;
 }
 
 /*
