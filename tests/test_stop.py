@@ -85,11 +85,19 @@ def pids(d):
 def stop_lab(tmp_path, *signals, extra=()):
     """Start SCRIPT, wait for its first boot and make, send @signals half a
     second apart; return (exit code, stderr, {child name: alive after})."""
-    p = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path), *extra],
+    return stop_script([SCRIPT, str(tmp_path), *extra], tmp_path,
+                       ["qemu0", "make0"], signals)
+
+
+def stop_script(argv, tmp_path, started, signals):
+    """Start python -c *argv, wait until each child in @started has written
+    its <name>.pid in tmp_path, send @signals half a second apart; return
+    (exit code, stderr, {child name: alive after})."""
+    p = subprocess.Popen([sys.executable, "-c", *argv],
                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     try:
-        wait_for([tmp_path / "qemu0.pid", tmp_path / "make0.pid"])
+        wait_for([tmp_path / f"{name}.pid" for name in started])
         for sig in signals:
             p.send_signal(sig)
             time.sleep(0.5)
@@ -187,18 +195,7 @@ def test_a_make_in_the_main_thread_stops_its_own_children(tmp_path):
                 "trap 'kill $!; exit 2' TERM; echo $$ > {tmp_path}/make.pid; wait")
         sys.exit(cli.guarded(lambda _a: util.run(["sh", "-c", make], quiet=True), None))
     """)
-    p = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for([tmp_path / "make.pid", tmp_path / "compiler.pid"])
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=30)
-        time.sleep(0.2)
-        left = {name: alive(pid) for name, pid in pids(tmp_path).items()}
-    finally:
-        p.kill()
-        for pid in pids(tmp_path).values():
-            if alive(pid):
-                subprocess.run(["kill", "-9", str(pid)])
-    assert p.returncode == 130, err
+    code, err, left = stop_script([script], tmp_path, ["make", "compiler"],
+                                  [signal.SIGTERM])
+    assert code == 130, err
     assert left == {"make": False, "compiler": False}

@@ -86,41 +86,17 @@ int lab_read_ulong(const char *path, unsigned long *val)
 	return 0;
 }
 
-static long lab_field_kb(const char *path, const char *field)
-{
-	size_t flen = strlen(field);
-	char buf[8192], *line;
-	ssize_t n;
-
-	n = lab_read_file(path, buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	for (line = buf; line; line = strchr(line, '\n')) {
-		if (*line == '\n')
-			line++;
-		if (!strncmp(line, field, flen) && line[flen] == ':')
-			return strtol(line + flen + 1, NULL, 10);
-	}
-	return -ENOENT;
-}
-
-long lab_status_kb(const char *field)
-{
-	return lab_field_kb("/proc/self/status", field);
-}
-
-long lab_meminfo_kb(const char *field)
-{
-	return lab_field_kb("/proc/meminfo", field);
-}
-
-long long lab_vmstat(const char *name)
+/*
+ * The number after "@name@sep" at the start of a line of @path, -ENOENT if
+ * no line has it, -E2BIG if the file did not fit the buffer, or -errno.
+ */
+static long long lab_field(const char *path, const char *name, char sep)
 {
 	size_t len = strlen(name);
 	char buf[16384], *line;
 	ssize_t n;
 
-	n = lab_read_file("/proc/vmstat", buf, sizeof(buf));
+	n = lab_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return n;
 	if ((size_t)n == sizeof(buf) - 1)
@@ -128,10 +104,25 @@ long long lab_vmstat(const char *name)
 	for (line = buf; line; line = strchr(line, '\n')) {
 		if (*line == '\n')
 			line++;
-		if (!strncmp(line, name, len) && line[len] == ' ')
+		if (!strncmp(line, name, len) && line[len] == sep)
 			return strtoll(line + len + 1, NULL, 10);
 	}
 	return -ENOENT;
+}
+
+long lab_status_kb(const char *field)
+{
+	return lab_field("/proc/self/status", field, ':');
+}
+
+long lab_meminfo_kb(const char *field)
+{
+	return lab_field("/proc/meminfo", field, ':');
+}
+
+long long lab_vmstat(const char *name)
+{
+	return lab_field("/proc/vmstat", name, ' ');
 }
 
 bool lab_path_exists(const char *path)

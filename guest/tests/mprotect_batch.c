@@ -57,6 +57,17 @@ struct mp_env {
 	char mode[48];
 };
 
+/* Marks everything mp_teardown() would restore or close as not taken yet. */
+static void mp_env_init(struct mp_env *env)
+{
+	env->sw.valid = false;
+	env->shmem.valid = false;
+	env->thp.top.valid = false;
+	env->thp.nr = 0;
+	env->pm_fd = -1;
+	env->kpf_fd = -1;
+}
+
 /*
  * Saves the switch (if present), the THP settings and the shmem setting of
  * the folio size, and opens pagemap and kpageflags.  Changes nothing:
@@ -70,12 +81,7 @@ static void mp_setup(struct __test_metadata *_metadata, struct mp_env *env,
 	char path[128];
 	int ret;
 
-	env->sw.valid = false;
-	env->shmem.valid = false;
-	env->thp.top.valid = false;
-	env->thp.nr = 0;
-	env->pm_fd = -1;
-	env->kpf_fd = -1;
+	mp_env_init(env);
 	env->folio = folio_kb * LAB_SZ_1K;
 
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize())
@@ -270,12 +276,7 @@ FIXTURE_VARIANT_ADD(mech, stock) {
 
 FIXTURE_SETUP(mech)
 {
-	self->env.sw.valid = false;
-	self->env.shmem.valid = false;
-	self->env.thp.top.valid = false;
-	self->env.thp.nr = 0;
-	self->env.pm_fd = -1;
-	self->env.kpf_fd = -1;
+	mp_env_init(&self->env);
 	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
 			    variant->flavour);
 	mp_setup(_metadata, &self->env, 64);
@@ -933,12 +934,7 @@ FIXTURE_SETUP(numa)
 {
 	const char *variant_name = getenv("LAB_VARIANT");
 
-	self->env.sw.valid = false;
-	self->env.shmem.valid = false;
-	self->env.thp.top.valid = false;
-	self->env.thp.nr = 0;
-	self->env.pm_fd = -1;
-	self->env.kpf_fd = -1;
+	mp_env_init(&self->env);
 	self->balancing.valid = false;
 	self->delay.valid = false;
 	self->period_max.valid = false;
