@@ -96,6 +96,41 @@ def test_a_leaf_that_passes_when_re_run_is_flaky(monkeypatch, tmp_path):
     assert row[0] == "flaky"
 
 
+# A program that timed out: its own result is a made-up leaf, never a PASS
+
+TIMED_OUT = [("regress", "x86_64/default/patched/split_huge_page_test/<exit status>",
+              "fails on patched; no stock result", "split_huge_page_test"),
+             ("regress", "x86_64/default/patched/split_huge_page_test/order 0",
+              "passes on stock, missing on patched", "split_huge_page_test")]
+
+
+def retry_timed_out(monkeypatch, tmp_path, top):
+    text = ("LAB-READY: 6.12\n# lab: start split_huge_page_test: x\n    ok 1 order 1\n"
+            f"    ok 2 order 0\n{top}\nLAB-EXIT: 0\n")
+    monkeypatch.setattr(testcmd, "boot_and_parse",
+                        lambda *a, **kw: fake_boot(tmp_path, text, name=a[4]))
+    return {r[1]: r[0] for r in testcmd.retry_regressions("x86_64", "default", TIMED_OUT)}
+
+
+def test_a_program_that_timed_out_and_passes_when_re_run_is_flaky(monkeypatch, tmp_path):
+    # before: <exit status> was looked up as a leaf of the re-run, which a
+    # program that ends ok never has, so it stayed a failure
+    rows = retry_timed_out(monkeypatch, tmp_path, "ok 1 split_huge_page_test")
+    assert set(rows.values()) == {"flaky"}
+
+
+def test_a_program_that_times_out_again_stays_failed(monkeypatch, tmp_path):
+    rows = retry_timed_out(monkeypatch, tmp_path,
+                           "not ok 1 split_huge_page_test # TIMEOUT after 600s")
+    assert rows["x86_64/default/patched/split_huge_page_test/<exit status>"] == "fail"
+
+
+def test_program_results_reads_each_programs_own_line():
+    text = ("# lab: start a: x\n    ok 1 t\nok 1 a\n# lab: start b: y\n"
+            "not ok 2 b # TIMEOUT after 9s\nok 3 c # SKIP exit 4\n")
+    assert results.program_results(text) == {"a": "pass", "b": "fail", "c": "skip"}
+
+
 # 4. the guest's own set-up
 
 class Boot:

@@ -63,6 +63,23 @@ def failure_shape(line):
     return _NUMBER.sub("N", _ANSI.sub("", line)).strip()
 
 
+# The leaves parse() makes up for a program whose own result line is the
+# failure: it ended not ok with no failed subtest, or never reported.
+PROGRAM_LEAVES = ("<exit status>", "<did not finish>")
+
+
+def program_results(text):
+    """{program: "pass" | "fail" | "skip"} from each program's own result
+    line in a console text (a program that never reported has none)."""
+    out = {}
+    for line in text.splitlines():
+        m = TOP_RE.match(line)
+        if m:
+            skip = m.group(1) == "ok" and (m.group(4) or "").upper().startswith("SKIP")
+            out[m.group(3)] = "skip" if skip else "pass" if m.group(1) == "ok" else "fail"
+    return out
+
+
 def parse(text):
     """Return the list of leaf Results in a console text."""
     results = []
@@ -100,13 +117,13 @@ def parse(text):
                     status = "skip"
                 results.append(Result(prog, status, directive, prog, tuple(errors)))
             elif not ok and not any(s.status == "fail" for s in subs):
-                results.append(Result(f"{prog}/<exit status>", "fail", directive, prog,
+                results.append(Result(f"{prog}/{PROGRAM_LEAVES[0]}", "fail", directive, prog,
                                       tuple(errors)))
             current, subs = None, []
     if current:
         # The program never reported: the guest died or the plan was cut off.
         results.extend(_unique(subs))
-        results.append(Result(f"{current}/<did not finish>", "fail",
+        results.append(Result(f"{current}/{PROGRAM_LEAVES[1]}", "fail",
                               "no result line", current))
     return results
 
