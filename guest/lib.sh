@@ -50,11 +50,7 @@ lab_run() {
 # program died in it, its ERROR line is kept above the result), and a run
 # that failed without a failed case line.  -f matches substrings, so a run
 # also does the cases whose names contain CASE: their lines are dropped,
-# each is reported by its own run.  Address space randomisation is off for
-# the runs: uffd-unit-tests maps its shmem areas at a fixed hint
-# (0x40000000) and fails a case when the hint is taken, which arm64's brk
-# randomisation (up to 1 GB above a static binary) does now and then; one
-# process per case gives it many more chances to.
+# each is reported by its own run.
 lab_run_cases() {
 	name=$1
 	limit=$2
@@ -63,9 +59,6 @@ lab_run_cases() {
 	LAB_N=$((LAB_N + 1))
 	echo "# lab: start $name: $prog, one run per case${word:+ with '$word' in its name}"
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	knob=${LAB_ASLR_KNOB:-/proc/sys/kernel/randomize_va_space}
-	aslr=$(cat "$knob")
-	lab_sysfs "$knob" 0
 	cases=$("$prog" -l)
 	rc=$?
 	[ -z "$word" ] || cases=$(echo "$cases" | grep -F -e "$word")
@@ -112,7 +105,6 @@ lab_run_cases() {
 		sub=$(echo "$out" | sed -n 's/^LAB-CASES //p')
 		echo "$out" | grep -q '^not ok ' && bad=1
 	done
-	lab_sysfs "$knob" "$aslr"
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	if [ $bad -eq 0 ]; then
@@ -122,6 +114,20 @@ lab_run_cases() {
 	else
 		echo "not ok $LAB_N $name # a case failed"
 	fi
+}
+
+# lab_no_aslr CMD [ARG...]: CMD (a lab_run or lab_run_cases line) with
+# address space randomisation off, and back as it was afterwards.  For the
+# upstream programs that map at a fixed hint, 0x40000000 (khugepaged's
+# areas, uffd-unit-tests' shmem areas), and fail when the hint is taken:
+# arm64's brk randomisation (up to 1 GB above a static binary) takes it
+# now and then.  LAB_ASLR_KNOB stands in for the knob in host tests.
+lab_no_aslr() {
+	aslr_knob=${LAB_ASLR_KNOB:-/proc/sys/kernel/randomize_va_space}
+	aslr_was=$(cat "$aslr_knob")
+	lab_sysfs "$aslr_knob" 0
+	"$@"
+	lab_sysfs "$aslr_knob" "$aslr_was"
 }
 
 # lab_sysfs FILE VALUE: write a sysfs/proc knob, or say why not.

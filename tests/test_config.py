@@ -51,8 +51,13 @@ def test_plan_runs_each_program_with_a_timeout():
     assert plan.startswith(". /lab/lib.sh")
     assert "lab_run soft-dirty" not in plan          # x86 only
     assert "lab_run transhuge-stress 120 /lab/selftests/mm/transhuge-stress -d 10" in plan
-    n = sum(1 for l in plan.splitlines() if l.startswith(("lab_run ", "lab_run_cases ")))
+    runs = [l.removeprefix("lab_no_aslr ") for l in plan.splitlines()]
+    n = sum(1 for l in runs if l.startswith(("lab_run ", "lab_run_cases ")))
     assert f"lab_plan {n}" in plan
+    # the programs that map at 0x40000000 run without address randomisation
+    assert "\nlab_no_aslr lab_run khugepaged 1200 /lab/selftests/mm/khugepaged\n" in plan
+    assert "\nlab_no_aslr lab_run_cases uffd-unit-tests 300 " in plan
+    assert sum(l.startswith("lab_no_aslr ") for l in plan.splitlines()) == 2
     # uffd-unit-tests runs one case at a time, each case a leaf
     assert "lab_run_cases uffd-unit-tests 300 /lab/selftests/mm/uffd-unit-tests" in plan
     assert "lab_run uffd-unit-tests" not in plan

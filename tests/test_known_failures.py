@@ -43,7 +43,7 @@ def run_cases(tmp_path, word="", **env):
     prog.write_text(FAKE)
     prog.chmod(0o755)
     script = (f". {config.GUEST / 'lib.sh'}\n"
-              f"lab_run_cases uffd-unit-tests 60 {prog} {word}\n")
+              f"lab_no_aslr lab_run_cases uffd-unit-tests 60 {prog} {word}\n")
     # the guest runs lib.sh with busybox sh; bash has its pipefail too.
     # The runs turn address space randomisation off and back on: here in a
     # file of the test's own, not the host's.
