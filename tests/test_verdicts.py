@@ -129,6 +129,8 @@ def test_program_results_reads_each_programs_own_line():
     text = ("# lab: start a: x\n    ok 1 t\nok 1 a\n# lab: start b: y\n"
             "not ok 2 b # TIMEOUT after 9s\nok 3 c # SKIP exit 4\n")
     assert results.program_results(text) == {"a": "pass", "b": "fail", "c": "skip"}
+    # a program that reported twice: a failure is not overwritten
+    assert results.program_results("not ok 1 a # exit 1\nok 2 a\n") == {"a": "fail"}
 
 
 # 4. the guest's own set-up

@@ -70,13 +70,16 @@ PROGRAM_LEAVES = ("<exit status>", "<did not finish>")
 
 def program_results(text):
     """{program: "pass" | "fail" | "skip"} from each program's own result
-    line in a console text (a program that never reported has none)."""
+    line in a console text (a program that never reported has none; one
+    that reported twice is "fail" if either line was)."""
     out = {}
     for line in text.splitlines():
         m = TOP_RE.match(line)
         if m:
             skip = m.group(1) == "ok" and (m.group(4) or "").upper().startswith("SKIP")
-            out[m.group(3)] = "skip" if skip else "pass" if m.group(1) == "ok" else "fail"
+            status = "skip" if skip else "pass" if m.group(1) == "ok" else "fail"
+            if out.get(m.group(3)) != "fail":
+                out[m.group(3)] = status
     return out
 
 
