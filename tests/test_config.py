@@ -51,9 +51,12 @@ def test_plan_runs_each_program_with_a_timeout():
     assert plan.startswith(". /lab/lib.sh")
     assert "lab_run soft-dirty" not in plan          # x86 only
     assert "lab_run transhuge-stress 120 /lab/selftests/mm/transhuge-stress -d 10" in plan
-    runs = [l.removeprefix("lab_no_aslr ") for l in plan.splitlines()]
-    n = sum(1 for l in runs if l.startswith(("lab_run ", "lab_run_cases ")))
+    n = len(suites.plan_programs(plan))
     assert f"lab_plan {n}" in plan
+    # lab lava --only counts them: before, the lab_run_cases program (and
+    # so --only uffd-unit-tests) was not counted
+    assert suites.plan_programs(suites.test_plan("arm64", only={"uffd-unit-tests", "cow"})) \
+        == ["cow", "uffd-unit-tests"]
     # the programs that map at 0x40000000 run without address randomisation
     assert "\nlab_no_aslr lab_run khugepaged 1200 /lab/selftests/mm/khugepaged\n" in plan
     assert "\nlab_no_aslr lab_run_cases uffd-unit-tests 300 " in plan

@@ -199,6 +199,13 @@ def known_stock_failure(leaf):
     return seen if all(line.match(e) for e in leaf.errors) else None
 
 
+def plan_programs(plan):
+    """The programs a plan runs, in order: the name on each lab_run and
+    lab_run_cases line (after a lab_no_aslr)."""
+    lines = (l.removeprefix("lab_no_aslr ") for l in plan.splitlines())
+    return [l.split()[1] for l in lines if l.startswith(("lab_run ", "lab_run_cases "))]
+
+
 def _lines(entries):
     body = [f"lab_plan {len(entries)}"]
     for name, timeout, argv in entries:

@@ -164,9 +164,10 @@ def write(arch_name, flavour, url, out, dtb_url=None, only=None, kvm=True):
     kname = f"{stem}-{kernel.name}"
     shutil.copyfile(kernel, out / kname)
     plan = suites.test_plan(arch_name, only=only)
-    if only and plan.count("lab_run ") != len(only):
+    runs = suites.plan_programs(plan)
+    if only and len(runs) != len(only):
         raise LabError(f"--only {','.join(sorted(only))}: the plan of {arch_name} has "
-                       f"{plan.count('lab_run ')} of them")
+                       f"{len(runs)} of them")
     image.plan_cpio(arch_name, plan, {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour,
                                       "LAB_VARIANT": "default"},
                     out / f"{stem}-initrd.cpio")
