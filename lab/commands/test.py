@@ -160,11 +160,16 @@ def retry_regressions(arch_name, variant, rows, attempts=2):
             continue
         leaves = {r.name: r for r in results.parse(b.text())}
         programs = results.program_results(b.text())
+
+        def cleared(name, prog):
+            if name.partition("/")[2] in results.PROGRAM_LEAVES:
+                return programs.get(prog) == "pass"
+            return name in leaves and leaves[name].status == "pass"
+
         for p in todo:
             failing = [r[1].split("/patched/", 1)[1] for r in rows
                        if r[0] == "regress" and r[3] == p]
-            if all(programs.get(p) == "pass" if n.partition("/")[2] in results.PROGRAM_LEAVES
-                   else leaves.get(n) and leaves[n].status == "pass" for n in failing):
+            if all(cleared(n, p) for n in failing):
                 passed.add(p)
     out = []
     for status, name, detail, prog in rows:

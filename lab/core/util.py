@@ -69,12 +69,18 @@ def _reap(child, grace=5.0):
         return child.communicate()
     except BaseException:
         child.terminate()
-        try:
-            child.wait(grace)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        _wait_or_kill(child, grace)
         raise
+
+
+def _wait_or_kill(child, timeout):
+    """Wait up to @timeout seconds for a child told to end; SIGKILL it and
+    reap it if it has not ended by then."""
+    try:
+        child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def spawn(cmd, **kwargs):
@@ -105,11 +111,7 @@ def stop_children(grace=5.0):
         c.terminate()
     end = time.monotonic() + grace
     for c in live:
-        try:
-            c.wait(max(0.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            c.kill()
-            c.wait()
+        _wait_or_kill(c, max(0.0, end - time.monotonic()))
     with _children_lock:
         _children.difference_update(live)
     return len(live)

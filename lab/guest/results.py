@@ -68,6 +68,14 @@ def failure_shape(line):
 PROGRAM_LEAVES = ("<exit status>", "<did not finish>")
 
 
+def _own_status(m):
+    """pass, fail or skip from a program's own result line (a TOP_RE match):
+    ok with a SKIP directive is a skip."""
+    if m.group(1) != "ok":
+        return "fail"
+    return "skip" if (m.group(4) or "").upper().startswith("SKIP") else "pass"
+
+
 def program_results(text):
     """{program: "pass" | "fail" | "skip"} from each program's own result
     line in a console text (a program that never reported has none; one
@@ -75,11 +83,8 @@ def program_results(text):
     out = {}
     for line in text.splitlines():
         m = TOP_RE.match(line)
-        if m:
-            skip = m.group(1) == "ok" and (m.group(4) or "").upper().startswith("SKIP")
-            status = "skip" if skip else "pass" if m.group(1) == "ok" else "fail"
-            if out.get(m.group(3)) != "fail":
-                out[m.group(3)] = status
+        if m and out.get(m.group(3)) != "fail":
+            out[m.group(3)] = _own_status(m)
     return out
 
 
@@ -115,10 +120,8 @@ def parse(text):
             directive = m.group(4) or ""
             results.extend(_unique(subs))
             if not subs:
-                status = "pass" if ok else "fail"
-                if ok and directive.upper().startswith("SKIP"):
-                    status = "skip"
-                results.append(Result(prog, status, directive, prog, tuple(errors)))
+                results.append(Result(prog, _own_status(m), directive, prog,
+                                      tuple(errors)))
             elif not ok and not any(s.status == "fail" for s in subs):
                 results.append(Result(f"{prog}/{PROGRAM_LEAVES[0]}", "fail", directive, prog,
                                       tuple(errors)))
