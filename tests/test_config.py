@@ -6,7 +6,7 @@ import pytest
 
 from lab.core import config
 from lab.core.util import LabError
-from lab.guest import image, suites
+from lab.guest import image, run, suites
 from lab.kernel import build
 
 
@@ -34,7 +34,8 @@ def test_real_fragments_parse_and_variants():
         for v in config.VARIANTS:
             for f in build.fragments(a, v):
                 assert build.parse_fragment(f), f
-    assert len(build.fragments("arm64", "debug")) == 3
+    assert len(build.fragments("arm64", "debug")) == 4
+    assert len(build.fragments("x86_64", "debug")) == 3
     assert build.fragments("x86_64", "default", "patched")[-1].name == "patched.config"
     assert build.config_hash("x86_64", "default", "stock") != \
         build.config_hash("x86_64", "default", "patched")
@@ -100,7 +101,9 @@ def test_a_later_fragment_overrides_an_earlier_one(tmp_path):
 def test_the_nosplit_variant_is_the_debug_kernel_without_split_pte_locks():
     names = [f.name for f in build.fragments("arm64", "nosplit", "patched")]
     assert names == ["common.config", "arm64.config", "debug.config",
-                     "nosplit.config", "patched.config"]
+                     "arm64-debug.config", "nosplit.config", "patched.config"]
+    names = [f.name for f in build.fragments("x86_64", "debug", "stock")]
+    assert names == ["common.config", "x86_64.config", "debug.config"]
     frag = build.parse_fragment(config.CONFIGS / "nosplit.config")
     assert frag == {"CONFIG_NR_CPUS": "2", "CONFIG_SPLIT_PTE_PTLOCKS": "n"}
     assert suites.SHORT_VARIANT == "nosplit"
@@ -109,7 +112,8 @@ def test_the_nosplit_variant_is_the_debug_kernel_without_split_pte_locks():
     assert {k: debug.get(k) for k in numa} == dict.fromkeys(numa, "y")
     plan = suites.race_plan(suites.NOSPLIT_TESTS, "nosplit", suites.NOSPLIT_UPSTREAM)
     assert "-t collapse_uffd_race" in plan
-    assert "lab_run mprotect_batch 2400 /lab/tests/mprotect_batch -t numa_hinting\n" in plan
+    assert ("lab_run mprotect_batch 2400 /lab/tests/mprotect_batch -t numa_hinting"
+            " -t tags_on_every_pte\n") in plan
     assert "lab_run khugepaged 4800 /lab/selftests/mm/khugepaged" in plan
     assert "lab_run_cases uffd-unit-tests 300 /lab/selftests/mm/uffd-unit-tests move\n" in plan
 
@@ -122,3 +126,30 @@ def test_every_test_a_boot_names_exists_in_its_program():
             src = (config.GUEST / "tests" / f"{prog}.c").read_text()
             have = set(re.findall(r"^TEST(?:_F)?(?:_TIMEOUT)?\((?:\w+, )?(\w+)", src, re.M))
             assert set(names) <= have, (prog, set(names) - have)
+
+
+def test_arm64_debug_kernels_boot_with_tag_memory_and_have_mte():
+    """mprotect_batch's mte test fails on a debug kernel without MTE: the
+    config and the machine must give it one; the benched kernels keep the
+    plain machine."""
+    def machine(arch_name, variant):
+        cmd = run.qemu_cmd(arch_name, "K", "I", mem_mb=64, cpus=2, append="",
+                           variant=variant)
+        return cmd[cmd.index("-M") + 1]
+    assert machine("arm64", "nosplit") == machine("arm64", "debug") == "virt,mte=on"
+    assert machine("arm64", "default") == "virt"
+    assert machine("x86_64", "nosplit") == machine("x86_64", "default") == "q35"
+    frag = build.parse_fragment(config.CONFIGS / "arm64-debug.config")
+    assert frag.get("CONFIG_ARM64_MTE") == "y"
+    x86 = build.parse_fragment(config.CONFIGS / "x86_64.config")
+    assert x86.get("CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS") == "y"
+
+
+def test_boot_picks_the_machine_of_the_variant_in_its_env(monkeypatch, tmp_path):
+    cmds = []
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    monkeypatch.setattr(run.image, "plan_cpio", lambda *a: tmp_path / "i")
+    monkeypatch.setattr(run, "_run_qemu", lambda cmd, *a: cmds.append(cmd))
+    run.boot("arm64", "K", "plan", {"LAB_VARIANT": "nosplit"}, "t", xfs_mb=0, swap_mb=0)
+    run.boot("arm64", "K", "plan", {"LAB_VARIANT": "default"}, "t", xfs_mb=0, swap_mb=0)
+    assert [c[c.index("-M") + 1] for c in cmds] == ["virt,mte=on", "virt"]

@@ -8,6 +8,7 @@
 #ifndef LAB_TEST_H
 #define LAB_TEST_H
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,30 @@ static inline const char *lab_flavour(void)
 	const char *fl = getenv("LAB_FLAVOUR");
 
 	return fl ? fl : "(unset)";
+}
+
+/**
+ * lab_variant() - the kernel variant the guest runs, as the lab's /init says
+ *
+ * Return: the environment's LAB_VARIANT ("default", "debug" or "nosplit"),
+ * or "(unset)".
+ */
+static inline const char *lab_variant(void)
+{
+	const char *v = getenv("LAB_VARIANT");
+
+	return v ? v : "(unset)";
+}
+
+/**
+ * lab_debug_kernel() - whether the guest runs a kernel of the lab's debug
+ * config (configs/debug.config and <arch>-debug.config): the debug and
+ * nosplit variants
+ */
+static inline bool lab_debug_kernel(void)
+{
+	return !strcmp(lab_variant(), "debug") ||
+	       !strcmp(lab_variant(), "nosplit");
 }
 
 /*

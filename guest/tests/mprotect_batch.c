@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -872,11 +873,20 @@ FIXTURE_TEARDOWN(pkey)
 	mp_teardown(_metadata, &self->env);
 }
 
+#ifdef __x86_64__
+/* The lab's x86_64 kernels have protection keys, and QEMU's -cpu max PKU. */
+#define MP_LAB_PKEYS	true
+#else
+/* arm64's overlays (POE) are in neither the lab's config nor Debian 12's QEMU. */
+#define MP_LAB_PKEYS	false
+#endif
+
 /*
  * Proves the protection key reaches every PTE of a batch: pkey_mprotect()
  * of 4 folios of 64 kB to a new key goes through the batched path; with
- * the key's access then denied, a read of every page must fault.  Skips
- * where the kernel or the CPU has no protection keys (pkey_alloc() fails).
+ * the key's access then denied, a read of every page must fault.  Fails
+ * where the lab's kernel has protection keys (x86_64) and pkey_alloc()
+ * fails; skips elsewhere when it fails.
  */
 TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 {
@@ -887,9 +897,13 @@ TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 	int m;
 
 	self->pkey = pkey_alloc(0, 0);
-	if (self->pkey < 0)
+	if (self->pkey < 0) {
+		ASSERT_FALSE(MP_LAB_PKEYS)
+			TH_LOG("pkey_alloc: %s: the lab's x86_64 kernels have protection keys (configs/x86_64.config)",
+			       strerror(errno));
 		SKIP(return, "pkey_alloc: %s: no protection keys here",
 		     strerror(errno));
+	}
 	for (m = 0; m < env->nr_modes; m++) {
 		mp_mode(_metadata, env, m);
 		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
@@ -907,6 +921,193 @@ TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 		ASSERT_EQ(n, first_bad(p, n, 7 + m));
 		munmap(p, len);
 	}
+}
+
+#ifdef __aarch64__
+#ifndef PROT_MTE
+#define PROT_MTE		0x20
+#endif
+#ifndef HWCAP2_MTE
+#define HWCAP2_MTE		(1UL << 18)
+#endif
+#ifndef PR_SET_TAGGED_ADDR_CTRL
+#define PR_SET_TAGGED_ADDR_CTRL	55
+#define PR_GET_TAGGED_ADDR_CTRL	56
+#define PR_TAGGED_ADDR_ENABLE	(1UL << 0)
+#endif
+#ifndef PR_MTE_TCF_SYNC
+#define PR_MTE_TCF_NONE		0UL
+#define PR_MTE_TCF_SYNC		(1UL << 1)
+#endif
+
+/* Turns synchronous tag check faults on (@on) or off for this thread. */
+static int mte_checks(bool on)
+{
+	return prctl(PR_SET_TAGGED_ADDR_CTRL, PR_TAGGED_ADDR_ENABLE |
+		     (on ? PR_MTE_TCF_SYNC : PR_MTE_TCF_NONE), 0, 0, 0);
+}
+
+/* @p with the logical tag @tag (bits 59:56 of the address). */
+static char *mte_ptr(char *p, unsigned int tag)
+{
+	return (char *)(((uintptr_t)p & ~(0xfUL << 56)) |
+			((uintptr_t)tag << 56));
+}
+
+/* Makes the logical tag of @tagged the tag of its 16-byte granule. */
+__attribute__((target("arch=armv8.5-a+memtag")))
+static void mte_set_tag(char *tagged)
+{
+	asm volatile("stg %0, [%0]"
+		     : : "r"(tagged) : "memory");
+}
+
+/* The tag of the granule at @p: 0 for memory that is not Tagged. */
+__attribute__((target("arch=armv8.5-a+memtag")))
+static unsigned int mte_get_tag(char *p)
+{
+	uintptr_t r = (uintptr_t)p;
+
+	asm volatile("ldg %0, [%0]"
+		     : "+r"(r) : : "memory");
+	return (r >> 56) & 0xf;
+}
+
+/* The tag the test gives page @i's first granule: never 0. */
+static unsigned int mte_page_tag(size_t i)
+{
+	return 1 + i % 15;
+}
+#endif
+
+FIXTURE(mte) {
+	struct mp_env env;
+	/* PR_GET_TAGGED_ADDR_CTRL before the test, or -1. */
+	long tagged_ctrl;
+};
+
+FIXTURE_SETUP(mte)
+{
+	self->tagged_ctrl = -1;
+	mp_env_init(&self->env);
+#ifdef __aarch64__
+	if (!(getauxval(AT_HWCAP2) & HWCAP2_MTE)) {
+		ASSERT_FALSE(lab_debug_kernel())
+			TH_LOG("the %s kernel has no MTE: configs/arm64-debug.config turns it on, and the lab boots it with -M virt,mte=on",
+			       lab_variant());
+		SKIP(return, "no MTE: the lab's default arm64 kernels have none (its debug kernels have it)");
+	}
+	mp_setup(_metadata, &self->env, 64);
+	self->tagged_ctrl = prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0, 0, 0);
+	ASSERT_LE(0, self->tagged_ctrl)
+		TH_LOG("PR_GET_TAGGED_ADDR_CTRL: %s", strerror(errno));
+	ASSERT_EQ(0, mte_checks(true))
+		TH_LOG("synchronous tag checks: %s", strerror(errno));
+#else
+	SKIP(return, "MTE is arm64's");
+#endif
+}
+
+FIXTURE_TEARDOWN(mte)
+{
+	if (self->tagged_ctrl >= 0)
+		EXPECT_EQ(0, prctl(PR_SET_TAGGED_ADDR_CTRL, self->tagged_ctrl,
+				   0, 0, 0));
+	mp_teardown(_metadata, &self->env);
+}
+
+#define MTE_FOLIOS	16
+
+/*
+ * Proves that a batched protection change keeps memory tagging on every
+ * PTE of a folio, on arm64 with MTE (the lab's debug kernels).  The Tagged
+ * attribute comes with each new PTE's protection; the tags sit beside the
+ * page and are set up when a PTE first makes them reachable (set_ptes()
+ * calls mte_sync_tags() for each page of a batch, which zeroes the tags of
+ * a page not tagged before).  16 private folios of 64 kB (each a contpte
+ * block), filled while not tagged, with synchronous tag checks on:
+ * - mprotect(PROT_READ | PROT_WRITE | PROT_MTE) makes every page Tagged
+ *   with zeroed tags: each page reads back its data through an untagged
+ *   pointer, and a tag stored in the first granule of each page reads
+ *   back (memory that is not Tagged reads tag 0);
+ * - mprotect(PROT_READ | PROT_MTE) keeps both: every page still reads
+ *   back its tag, and a read through a pointer with another tag takes a
+ *   tag check fault on every page;
+ * - mprotect(PROT_READ | PROT_WRITE | PROT_MTE) again: a write through the
+ *   right tag works on every page.
+ * Afterwards the folios are still mapped whole, with their data.  The
+ * pages are freed with their tags still set: folios of the next round that
+ * reuse them (reported) hold those stale tags until mte_sync_tags() zeroes
+ * them, so a batch that skipped it fails that round's untagged reads.
+ */
+TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
+{
+#ifdef __aarch64__
+	struct mp_env *env = &self->env;
+	const size_t len = MTE_FOLIOS * env->folio, n = len / PSZ;
+	uint64_t *pm, *last = NULL;
+	size_t i, j, wrong, faulted, reused;
+	volatile uint64_t *w;
+	char *p;
+	int m;
+
+	for (m = 0; m < env->nr_modes; m++) {
+		mp_mode(_metadata, env, m);
+		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+		fill(p, n, 11 + m);
+		assert_folios(_metadata, env, p, MTE_FOLIOS);
+		pm = pagemap(_metadata, env, p, n);
+		for (reused = 0, i = 0; last && i < n; i++)
+			for (j = 0; j < n; j++)
+				if ((pm[i] & LAB_PM_PFN_MASK) ==
+				    (last[j] & LAB_PM_PFN_MASK)) {
+					reused++;
+					break;
+				}
+		if (last)
+			ksft_print_msg("%s: %zu of %zu pages were tagged in the last round\n",
+				       env->mode, reused, n);
+		free(last);
+		last = pm;
+
+		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
+		ASSERT_EQ(n, first_bad(p, n, 11 + m));
+		for (wrong = i = 0; i < n; i++) {
+			mte_set_tag(mte_ptr(p + i * PSZ, mte_page_tag(i)));
+			wrong += mte_get_tag(p + i * PSZ) != mte_page_tag(i);
+		}
+		ASSERT_EQ(0UL, wrong)
+			TH_LOG("%s: %zu of %zu pages kept no tag after mprotect(PROT_MTE): not mapped as Tagged",
+			       env->mode, wrong, n);
+
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ | PROT_MTE));
+		for (wrong = faulted = i = 0; i < n; i++) {
+			wrong += mte_get_tag(p + i * PSZ) != mte_page_tag(i);
+			faulted += probe(p, i, false) == SIGSEGV;
+		}
+		ASSERT_EQ(0UL, wrong)
+			TH_LOG("%s: %zu of %zu pages lost their tag in mprotect(PROT_READ | PROT_MTE)",
+			       env->mode, wrong, n);
+		ASSERT_EQ(n, faulted)
+			TH_LOG("%s: %zu of %zu pages read through a wrong tag without a tag check fault",
+			       env->mode, n - faulted, n);
+
+		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
+		for (i = 0; i < n; i++) {
+			w = (volatile uint64_t *)mte_ptr(p + i * PSZ,
+							 mte_page_tag(i));
+			*w = *w;
+		}
+		/* the tags stay: read the data with tag checks off */
+		ASSERT_EQ(0, mte_checks(false));
+		ASSERT_EQ(n, first_bad(p, n, 11 + m));
+		ASSERT_EQ(0, mte_checks(true));
+		assert_folios(_metadata, env, p, MTE_FOLIOS);
+		munmap(p, len);
+	}
+	free(last);
+#endif
 }
 
 #define NUMA_SYSCTL	"/proc/sys/kernel/numa_balancing"
@@ -932,18 +1133,15 @@ static void *numa_helper(void *arg)
 
 FIXTURE_SETUP(numa)
 {
-	const char *variant_name = getenv("LAB_VARIANT");
-
 	mp_env_init(&self->env);
 	self->balancing.valid = false;
 	self->delay.valid = false;
 	self->period_max.valid = false;
 	self->has_helper = false;
 	if (!lab_path_exists(NUMA_SYSCTL)) {
-		ASSERT_FALSE(variant_name && (!strcmp(variant_name, "debug") ||
-					      !strcmp(variant_name, "nosplit")))
+		ASSERT_FALSE(lab_debug_kernel())
 			TH_LOG("the %s kernel has no %s: configs/debug.config turns NUMA balancing on",
-			       variant_name, NUMA_SYSCTL);
+			       lab_variant(), NUMA_SYSCTL);
 		SKIP(return, "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's debug kernels have it)",
 		     NUMA_SYSCTL);
 	}

@@ -215,7 +215,7 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
                 qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD",
                                       mem_mb=TEST_BOOT["mem_mb"], cpus=TEST_BOOT["cpus"],
                                       append=TEST_BOOT["append"],
-                                      accel=TEST_BOOT["accel"]),
+                                      accel=TEST_BOOT["accel"], variant=variant),
                 disks_mb=[run.XFS_MB, run.SWAP_MB])
     k, inputs = cache.key(files, plan, args)
     hit = cache.load(name, k) if use_cache else None

@@ -21,6 +21,8 @@ GUEST = REPO / "guest"
 
 FLAVOURS = ("stock", "patched")
 VARIANTS = ("default", "debug", "nosplit")
+# The variants built with configs/debug.config (and <arch>-debug.config).
+DEBUG_VARIANTS = ("debug", "nosplit")
 
 # The runtime switches of the series (mm/foliobatch.c), in its order.
 SWITCH_DIR = "/sys/kernel/mm/foliobatch"
@@ -46,6 +48,7 @@ class Arch:
     image: str           # path of the bootable image inside the build dir
     qemu: str
     machine: list        # -M/-cpu arguments
+    debug_machine: list  # the same, for the debug and nosplit variants
     console: str
     deb_arch: str        # Debian architecture name
     blk_device: str      # qemu device model for a virtio disk
@@ -54,10 +57,11 @@ class Arch:
 ARCHES = {
     "x86_64": Arch("x86_64", "x86_64", "", "arch/x86/boot/bzImage",
                    "qemu-system-x86_64", ["-M", "q35", "-cpu", "max"],
-                   "ttyS0", "amd64", "virtio-blk-pci"),
+                   ["-M", "q35", "-cpu", "max"], "ttyS0", "amd64", "virtio-blk-pci"),
     "arm64": Arch("arm64", "arm64", "aarch64-linux-gnu-", "arch/arm64/boot/Image",
                   "qemu-system-aarch64", ["-M", "virt", "-cpu", "max"],
-                  "ttyAMA0", "arm64", "virtio-blk-device"),
+                  # tag memory for the MTE of configs/arm64-debug.config
+                  ["-M", "virt,mte=on", "-cpu", "max"], "ttyAMA0", "arm64", "virtio-blk-device"),
 }
 
 

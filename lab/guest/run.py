@@ -52,14 +52,15 @@ def make_disk(path, size_mb, xfs=False):
 
 
 def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
-             icount=False, accel="tcg", cpu=None, extra=()):
-    """The QEMU command line; cpu replaces the arch's default -cpu model;
-    extra is appended as it is (e.g. a -plugin for 'lab profile')."""
+             icount=False, accel="tcg", cpu=None, extra=(), variant="default"):
+    """The QEMU command line of a kernel of variant; cpu replaces the arch's
+    default -cpu model; extra is appended as it is (e.g. a -plugin for
+    'lab profile')."""
     a = config.arch(arch_name)
     if not shutil.which(a.qemu):
         pkg = "qemu-system-x86" if arch_name == "x86_64" else "qemu-system-arm"
         raise LabError(f"{a.qemu} not found: apt-get install {pkg}")
-    machine = list(a.machine)
+    machine = list(a.debug_machine if variant in config.DEBUG_VARIANTS else a.machine)
     if cpu:
         machine[machine.index("-cpu") + 1] = cpu
     elif arch_name == "arm64":
@@ -91,7 +92,9 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
     """Boot kernel with plan; stream the console to a log; return a Boot.
 
     echo(line) is called for each console line (progress); the whole
-    console is saved in WORK/logs/console-<name>.log.
+    console is saved in WORK/logs/console-<name>.log.  The machine is the
+    one of the kernel's variant, env's LAB_VARIANT (the guest reads the
+    same), default if unset.
     """
     logs = config.log_dir()
     console = logs / f"console-{name}.log"
@@ -109,7 +112,8 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
         initrd = image.plan_cpio(arch_name, plan, env, tmp / "initrd.cpio")
         cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=mem_mb, cpus=cpus,
                        append=append, disks=disks, icount=icount, accel=accel,
-                       cpu=cpu, extra=extra)
+                       cpu=cpu, extra=extra,
+                       variant=env.get("LAB_VARIANT", "default"))
         return _run_qemu(cmd, console, timeout, echo)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -3,8 +3,8 @@
 One build directory per (arch, variant, flavour), a direct child of the
 flavour's source tree (see config.build_dir).  The config is tinyconfig plus
 configs/common.config, configs/<arch>.config and, for the debug variant,
-configs/debug.config (the nosplit variant adds configs/nosplit.config to
-that); every option the fragments set is checked afterwards, a later
+configs/debug.config and configs/<arch>-debug.config where there is one (the
+nosplit variant adds configs/nosplit.config to that); every option the fragments set is checked afterwards, a later
 fragment's value over an earlier one's.
 """
 
@@ -30,8 +30,11 @@ BUILD_ENV = {
 def fragments(arch_name, variant, flavour="stock"):
     """Config fragments of a build, in merge order."""
     frags = [config.CONFIGS / "common.config", config.CONFIGS / f"{arch_name}.config"]
-    if variant in ("debug", "nosplit"):
+    if variant in config.DEBUG_VARIANTS:
         frags.append(config.CONFIGS / "debug.config")
+        arch_debug = config.CONFIGS / f"{arch_name}-debug.config"
+        if arch_debug.exists():
+            frags.append(arch_debug)
     if variant == "nosplit":
         frags.append(config.CONFIGS / "nosplit.config")
     elif variant not in ("default", "debug"):
