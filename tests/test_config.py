@@ -128,16 +128,19 @@ def test_every_test_a_boot_names_exists_in_its_program():
             assert set(names) <= have, (prog, set(names) - have)
 
 
-def test_arm64_debug_kernels_boot_with_tag_memory_and_have_mte():
+def test_arm64_debug_kernels_boot_with_tag_memory_and_have_mte(monkeypatch):
     """mprotect_batch's mte test fails on a debug kernel without MTE: the
     config and the machine must give it one; the benched kernels keep the
     plain machine."""
-    def machine(arch_name, variant):
+    def machine(arch_name, variant, cpu=None):
         cmd = run.qemu_cmd(arch_name, "K", "I", mem_mb=64, cpus=2, append="",
-                           variant=variant)
+                           variant=variant, cpu=cpu)
         return cmd[cmd.index("-M") + 1]
+    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/" + name)
     assert machine("arm64", "nosplit") == machine("arm64", "debug") == "virt,mte=on"
     assert machine("arm64", "default") == "virt"
+    # QEMU refuses mte=on with a CPU without MTE: the NO_RANGE_TLBI boot
+    assert machine("arm64", "nosplit", suites.NO_RANGE_TLBI["arm64"][0]) == "virt"
     assert machine("x86_64", "nosplit") == machine("x86_64", "default") == "q35"
     frag = build.parse_fragment(config.CONFIGS / "arm64-debug.config")
     assert frag.get("CONFIG_ARM64_MTE") == "y"
@@ -150,6 +153,7 @@ def test_boot_picks_the_machine_of_the_variant_in_its_env(monkeypatch, tmp_path)
     monkeypatch.setattr(config, "WORK", tmp_path)
     monkeypatch.setattr(run.image, "plan_cpio", lambda *a: tmp_path / "i")
     monkeypatch.setattr(run, "_run_qemu", lambda cmd, *a: cmds.append(cmd))
+    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/" + name)
     run.boot("arm64", "K", "plan", {"LAB_VARIANT": "nosplit"}, "t", xfs_mb=0, swap_mb=0)
     run.boot("arm64", "K", "plan", {"LAB_VARIANT": "default"}, "t", xfs_mb=0, swap_mb=0)
     assert [c[c.index("-M") + 1] for c in cmds] == ["virt,mte=on", "virt"]

@@ -19,12 +19,16 @@
  * Needs root (pagemap PFNs, /proc/kpageflags, clear_refs, THP knobs,
  * kprobes in tracefs) and 4 KiB pages.
  */
+#ifdef __x86_64__
+#include <cpuid.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,21 +224,26 @@ static uint64_t *pagemap(struct __test_metadata *_metadata,
 }
 
 static sigjmp_buf probe_env;
+/* What the last SIGSEGV that probe() or first_bad_caught() caught said. */
+static siginfo_t probe_info;
 
-static void probe_fault(int sig)
+static void probe_fault(int sig, siginfo_t *info, void *ucontext)
 {
+	probe_info = *info;
 	siglongjmp(probe_env, sig);
 }
 
 /*
  * Writes (@write) or reads the first word of page @page of @p and returns
- * the signal that stopped it (SIGSEGV), or 0.  A write stores the word
- * that is already there, so the data does not change.
+ * the signal that stopped it (SIGSEGV, described in probe_info), or 0.  A
+ * write stores the word that is already there, so the data does not
+ * change.
  */
 static int probe(char *p, size_t page, bool write)
 {
 	volatile uint64_t *w = (volatile uint64_t *)(p + page * PSZ);
-	struct sigaction sa = { .sa_handler = probe_fault }, old;
+	struct sigaction sa = { .sa_sigaction = probe_fault,
+				.sa_flags = SA_SIGINFO }, old;
 	int sig;
 
 	sigaction(SIGSEGV, &sa, &old);
@@ -873,33 +882,65 @@ FIXTURE_TEARDOWN(pkey)
 	mp_teardown(_metadata, &self->env);
 }
 
+/*
+ * Whether the CPU has protection keys (CPUID.7.0:ECX.PKU), whatever the
+ * kernel does with them: QEMU's -cpu max has them, and so must the lab's
+ * x86_64 kernels (configs/x86_64.config).
+ */
+static bool mp_cpu_has_pku(void)
+{
 #ifdef __x86_64__
-/* The lab's x86_64 kernels have protection keys, and QEMU's -cpu max PKU. */
-#define MP_LAB_PKEYS	true
+	unsigned int a, b, c, d;
+
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1U << 3));
 #else
-/* arm64's overlays (POE) are in neither the lab's config nor Debian 12's QEMU. */
-#define MP_LAB_PKEYS	false
+	return false;
 #endif
+}
+
+/*
+ * Counts the pages of @nr at @p that a read reaches with the access of
+ * key @pkey denied, or that fault for another reason than that key.  A
+ * caught fault leaves the signal handler's PKRU, which denies every key
+ * but 0, so the key's own bits are set again after each.
+ */
+static size_t pkey_open_pages(char *p, size_t nr, int pkey)
+{
+	size_t i, open = 0;
+
+	for (i = 0; i < nr; i++) {
+		pkey_set(pkey, PKEY_DISABLE_ACCESS);
+		if (probe(p, i, false) != SIGSEGV ||
+		    probe_info.si_code != SEGV_PKUERR ||
+		    probe_info.si_pkey != (unsigned int)pkey)
+			open++;
+	}
+	pkey_set(pkey, 0);
+	return open;
+}
 
 /*
  * Proves the protection key reaches every PTE of a batch: pkey_mprotect()
  * of 4 folios of 64 kB to a new key goes through the batched path; with
- * the key's access then denied, a read of every page must fault.  Fails
- * where the lab's kernel has protection keys (x86_64) and pkey_alloc()
- * fails; skips elsewhere when it fails.
+ * the key's access then denied, a read of every page must fault with
+ * SEGV_PKUERR for that key.  mprotect(PROT_READ) and back keeps the key,
+ * through the batch that makes exclusive pages writable in runs, and
+ * every page must fault so again.  Fails on a CPU with PKU where
+ * pkey_alloc() fails (the lab's x86_64 kernels have protection keys);
+ * skips on others.
  */
 TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 {
 	struct mp_env *env = &self->env;
 	const size_t len = 4 * env->folio, n = len / PSZ;
-	size_t i, faulted;
+	size_t open;
 	char *p;
 	int m;
 
 	self->pkey = pkey_alloc(0, 0);
 	if (self->pkey < 0) {
-		ASSERT_FALSE(MP_LAB_PKEYS)
-			TH_LOG("pkey_alloc: %s: the lab's x86_64 kernels have protection keys (configs/x86_64.config)",
+		ASSERT_FALSE(mp_cpu_has_pku())
+			TH_LOG("pkey_alloc: %s, on a CPU with PKU: the lab's x86_64 kernels have protection keys (configs/x86_64.config)",
 			       strerror(errno));
 		SKIP(return, "pkey_alloc: %s: no protection keys here",
 		     strerror(errno));
@@ -911,14 +952,18 @@ TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 		fill(p, n, 7 + m);
 		assert_folios(_metadata, env, p, 4);
 		ASSERT_EQ(0, pkey_mprotect(p, len, RW, self->pkey));
-		ASSERT_EQ(0, pkey_set(self->pkey, PKEY_DISABLE_ACCESS));
-		for (faulted = i = 0; i < n; i++)
-			faulted += probe(p, i, false) == SIGSEGV;
-		ASSERT_EQ(0, pkey_set(self->pkey, 0));
-		ASSERT_EQ(n, faulted)
-			TH_LOG("%s: %zu of %zu pages readable with their key's access denied",
-			       env->mode, n - faulted, n);
+		open = pkey_open_pages(p, n, self->pkey);
+		ASSERT_EQ(0UL, open)
+			TH_LOG("%s: %zu of %zu pages not protected by their new key",
+			       env->mode, open, n);
+		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+		ASSERT_EQ(0, mprotect(p, len, RW));
+		open = pkey_open_pages(p, n, self->pkey);
+		ASSERT_EQ(0UL, open)
+			TH_LOG("%s: %zu of %zu pages lost their key when made writable again",
+			       env->mode, open, n);
 		ASSERT_EQ(n, first_bad(p, n, 7 + m));
+		assert_folios(_metadata, env, p, 4);
 		munmap(p, len);
 	}
 }
@@ -973,10 +1018,64 @@ static unsigned int mte_get_tag(char *p)
 	return (r >> 56) & 0xf;
 }
 
+/*
+ * first_bad() with SIGSEGV caught: the first page of @nr at @p whose data
+ * is not region @tag's, @nr, or SIZE_MAX when a read faulted (probe_info
+ * says where and why), so that a fault fails the test with the page it
+ * hit instead of killing it.
+ */
+static size_t first_bad_caught(const char *p, size_t nr, unsigned int tag)
+{
+	struct sigaction sa = { .sa_sigaction = probe_fault,
+				.sa_flags = SA_SIGINFO }, old;
+	volatile size_t ret = SIZE_MAX;
+
+	sigaction(SIGSEGV, &sa, &old);
+	if (!sigsetjmp(probe_env, 1))
+		ret = first_bad(p, nr, tag);
+	sigaction(SIGSEGV, &old, NULL);
+	return ret;
+}
+
 /* The tag the test gives page @i's first granule: never 0. */
 static unsigned int mte_page_tag(size_t i)
 {
 	return 1 + i % 15;
+}
+
+/* Counts the pages of @nr at @p whose first granule has not their tag. */
+static size_t mte_wrong_tags(char *p, size_t nr)
+{
+	size_t i, wrong = 0;
+
+	for (i = 0; i < nr; i++)
+		wrong += mte_get_tag(p + i * PSZ) != mte_page_tag(i);
+	return wrong;
+}
+
+/*
+ * Counts the pages of @nr at @p on which a read through the untagged
+ * pointer takes no synchronous tag check fault.
+ */
+static size_t mte_unchecked(char *p, size_t nr)
+{
+	size_t i, open = 0;
+
+	for (i = 0; i < nr; i++)
+		open += probe(p, i, false) != SIGSEGV ||
+			probe_info.si_code != SEGV_MTESERR;
+	return open;
+}
+
+/* Counts the pages of @nr at @p that a write through their tag cannot reach. */
+static size_t mte_unwritable(char *p, size_t nr)
+{
+	size_t i, closed = 0;
+
+	for (i = 0; i < nr; i++)
+		closed += probe(mte_ptr(p + i * PSZ, mte_page_tag(i)), 0,
+				true) != 0;
+	return closed;
 }
 #endif
 
@@ -1022,32 +1121,31 @@ FIXTURE_TEARDOWN(mte)
  * Proves that a batched protection change keeps memory tagging on every
  * PTE of a folio, on arm64 with MTE (the lab's debug kernels).  The Tagged
  * attribute comes with each new PTE's protection; the tags sit beside the
- * page and are set up when a PTE first makes them reachable (set_ptes()
- * calls mte_sync_tags() for each page of a batch, which zeroes the tags of
- * a page not tagged before).  16 private folios of 64 kB (each a contpte
- * block), filled while not tagged, with synchronous tag checks on:
+ * page, and set_ptes() sets them up (mte_sync_tags(): zeroed, and the page
+ * marked tagged) for each page of a batch that a PTE makes reachable for
+ * the first time.  16 private folios of 64 kB (each a contpte block),
+ * filled while not tagged, with synchronous tag checks on:
  * - mprotect(PROT_READ | PROT_WRITE | PROT_MTE) makes every page Tagged
- *   with zeroed tags: each page reads back its data through an untagged
- *   pointer, and a tag stored in the first granule of each page reads
- *   back (memory that is not Tagged reads tag 0);
- * - mprotect(PROT_READ | PROT_MTE) keeps both: every page still reads
- *   back its tag, and a read through a pointer with another tag takes a
- *   tag check fault on every page;
- * - mprotect(PROT_READ | PROT_WRITE | PROT_MTE) again: a write through the
- *   right tag works on every page.
- * Afterwards the folios are still mapped whole, with their data.  The
- * pages are freed with their tags still set: folios of the next round that
- * reuse them (reported) hold those stale tags until mte_sync_tags() zeroes
- * them, so a batch that skipped it fails that round's untagged reads.
+ *   with zeroed tags: its data reads back through an untagged pointer, and
+ *   a tag stored in the first granule of each page reads back (memory that
+ *   is not Tagged reads tag 0);
+ * - mprotect(PROT_READ | PROT_MTE) keeps both: every tag reads back, and
+ *   a read through the wrong tag takes a tag check fault on every page;
+ * - mprotect(PROT_READ | PROT_WRITE | PROT_MTE), through the batch that
+ *   makes exclusive pages writable in runs: the same, and a write through
+ *   the right tag reaches every page;
+ * - with the switch, mprotect(PROT_READ | PROT_MTE) once more with it at
+ *   0: 6.12's per-PTE path sets up the tags of any page that no PTE has
+ *   marked tagged, which zeroes them, so every tag must still read back.
+ * Afterwards the folios are still mapped whole, with their data.  A fault
+ * the test does not expect is caught and fails it.
  */
 TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 {
 #ifdef __aarch64__
 	struct mp_env *env = &self->env;
 	const size_t len = MTE_FOLIOS * env->folio, n = len / PSZ;
-	uint64_t *pm, *last = NULL;
-	size_t i, j, wrong, faulted, reused;
-	volatile uint64_t *w;
+	size_t i, bad, count;
 	char *p;
 	int m;
 
@@ -1057,56 +1155,65 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 		ASSERT_NE(NULL, p);
 		fill(p, n, 11 + m);
 		assert_folios(_metadata, env, p, MTE_FOLIOS);
-		pm = pagemap(_metadata, env, p, n);
-		for (reused = 0, i = 0; last && i < n; i++)
-			for (j = 0; j < n; j++)
-				if ((pm[i] & LAB_PM_PFN_MASK) ==
-				    (last[j] & LAB_PM_PFN_MASK)) {
-					reused++;
-					break;
-				}
-		if (last)
-			ksft_print_msg("%s: %zu of %zu pages were tagged in the last round\n",
-				       env->mode, reused, n);
-		free(last);
-		last = pm;
 
 		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
-		ASSERT_EQ(n, first_bad(p, n, 11 + m));
-		for (wrong = i = 0; i < n; i++) {
+		bad = first_bad_caught(p, n, 11 + m);
+		ASSERT_EQ(n, bad)
+			TH_LOG("%s: after mprotect(PROT_MTE), %s %zu",
+			       env->mode, bad == SIZE_MAX ?
+			       "an untagged read faulted (a stale tag) on page" :
+			       "bad data on page",
+			       bad == SIZE_MAX ? (size_t)((char *)
+				probe_info.si_addr - p) / PSZ : bad);
+		for (i = 0; i < n; i++)
 			mte_set_tag(mte_ptr(p + i * PSZ, mte_page_tag(i)));
-			wrong += mte_get_tag(p + i * PSZ) != mte_page_tag(i);
-		}
-		ASSERT_EQ(0UL, wrong)
+		count = mte_wrong_tags(p, n);
+		ASSERT_EQ(0UL, count)
 			TH_LOG("%s: %zu of %zu pages kept no tag after mprotect(PROT_MTE): not mapped as Tagged",
-			       env->mode, wrong, n);
+			       env->mode, count, n);
 
 		ASSERT_EQ(0, mprotect(p, len, PROT_READ | PROT_MTE));
-		for (wrong = faulted = i = 0; i < n; i++) {
-			wrong += mte_get_tag(p + i * PSZ) != mte_page_tag(i);
-			faulted += probe(p, i, false) == SIGSEGV;
-		}
-		ASSERT_EQ(0UL, wrong)
+		count = mte_wrong_tags(p, n);
+		ASSERT_EQ(0UL, count)
 			TH_LOG("%s: %zu of %zu pages lost their tag in mprotect(PROT_READ | PROT_MTE)",
-			       env->mode, wrong, n);
-		ASSERT_EQ(n, faulted)
+			       env->mode, count, n);
+		count = mte_unchecked(p, n);
+		ASSERT_EQ(0UL, count)
 			TH_LOG("%s: %zu of %zu pages read through a wrong tag without a tag check fault",
-			       env->mode, n - faulted, n);
+			       env->mode, count, n);
 
 		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
-		for (i = 0; i < n; i++) {
-			w = (volatile uint64_t *)mte_ptr(p + i * PSZ,
-							 mte_page_tag(i));
-			*w = *w;
+		count = mte_wrong_tags(p, n);
+		ASSERT_EQ(0UL, count)
+			TH_LOG("%s: %zu of %zu pages lost their tag when made writable again",
+			       env->mode, count, n);
+		count = mte_unchecked(p, n);
+		ASSERT_EQ(0UL, count)
+			TH_LOG("%s: %zu of %zu writable pages read through a wrong tag without a tag check fault",
+			       env->mode, count, n);
+		count = mte_unwritable(p, n);
+		ASSERT_EQ(0UL, count)
+			TH_LOG("%s: %zu of %zu pages not writable through their tag",
+			       env->mode, count, n);
+
+		if (env->sw.valid) {
+			ASSERT_EQ(0, lab_write_file(MP_SWITCH, "0"));
+			ASSERT_EQ(0, mprotect(p, len, PROT_READ | PROT_MTE));
+			ASSERT_EQ(0, lab_write_file(MP_SWITCH, m ? "1" : "0"));
+			count = mte_wrong_tags(p, n);
+			ASSERT_EQ(0UL, count)
+				TH_LOG("%s: the 6.12 path zeroed the tags of %zu of %zu pages: no PTE had set them up",
+				       env->mode, count, n);
 		}
+
 		/* the tags stay: read the data with tag checks off */
 		ASSERT_EQ(0, mte_checks(false));
-		ASSERT_EQ(n, first_bad(p, n, 11 + m));
+		bad = first_bad(p, n, 11 + m);
 		ASSERT_EQ(0, mte_checks(true));
+		ASSERT_EQ(n, bad);
 		assert_folios(_metadata, env, p, MTE_FOLIOS);
 		munmap(p, len);
 	}
-	free(last);
 #endif
 }
 

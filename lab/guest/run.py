@@ -1,6 +1,7 @@
 """Run: boot one kernel under QEMU with a plan, save the console, return it.
 
-TCG by default (-M virt -cpu max on arm64); KVM only when asked and a probe
+TCG by default (-M virt -cpu max on arm64, -M virt,mte=on for the debug
+kernels, whose config has MTE); KVM only when asked and a probe
 boot proved that it works.  Benchmarks pass icount=True, which adds
 '-icount shift=0,sleep=off' so guest time counts instructions.
 """
@@ -54,13 +55,15 @@ def make_disk(path, size_mb, xfs=False):
 def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
              icount=False, accel="tcg", cpu=None, extra=(), variant="default"):
     """The QEMU command line of a kernel of variant; cpu replaces the arch's
-    default -cpu model; extra is appended as it is (e.g. a -plugin for
-    'lab profile')."""
+    default -cpu model, on the variant's plain machine (arm64's mte=on
+    needs a CPU with MTE, which -cpu max has and cortex-a72 has not);
+    extra is appended as it is (e.g. a -plugin for 'lab profile')."""
     a = config.arch(arch_name)
     if not shutil.which(a.qemu):
         pkg = "qemu-system-x86" if arch_name == "x86_64" else "qemu-system-arm"
         raise LabError(f"{a.qemu} not found: apt-get install {pkg}")
-    machine = list(a.debug_machine if variant in config.DEBUG_VARIANTS else a.machine)
+    debug = variant in config.DEBUG_VARIANTS and not cpu
+    machine = list(a.debug_machine if debug else a.machine)
     if cpu:
         machine[machine.index("-cpu") + 1] = cpu
     elif arch_name == "arm64":
