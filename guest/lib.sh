@@ -20,18 +20,64 @@ lab_indent() {
 	done
 }
 
+# The knobs a test program may change and must put back: THP's (each size,
+# khugepaged's), MGLRU's, NUMA balancing and the series' switches.
+# LAB_SYSROOT prefixes the paths (and /tmp's) in host tests.
+lab_knob_files() {
+	thp=$LAB_SYSROOT/sys/kernel/mm/transparent_hugepage
+	for f in "$thp/enabled" "$thp/defrag" "$thp/shmem_enabled" \
+		 "$thp"/hugepages-*/enabled "$thp"/hugepages-*/shmem_enabled \
+		 "$thp/khugepaged/defrag" "$thp"/khugepaged/max_ptes_* \
+		 "$thp/khugepaged/pages_to_scan" "$thp"/khugepaged/*_millisecs \
+		 "$LAB_SYSROOT/sys/kernel/mm/lru_gen/enabled" \
+		 "$LAB_SYSROOT/proc/sys/kernel/numa_balancing" \
+		 "$LAB_SYSROOT"/sys/kernel/mm/foliobatch/*; do
+		[ -f "$f" ] && echo "$f"
+	done
+}
+
+# lab_knob_value FILE: what FILE reads, as it would be written back: the
+# chosen word of a choice list ("always [madvise] never" -> madvise).
+lab_knob_value() {
+	sed 's/.*\[\(.*\)\].*/\1/' "$1"
+}
+
+# lab_knobs_save: note every knob's value in /tmp/lab-knobs.
+lab_knobs_save() {
+	for f in $(lab_knob_files); do
+		echo "$f $(lab_knob_value "$f")"
+	done > "$LAB_SYSROOT/tmp/lab-knobs"
+}
+
+# lab_knobs_restore NAME: put back each knob that program NAME left changed,
+# and say so.  The kselftest harness of 6.12 skips a fixture's teardown
+# when an ASSERT fails in the test itself (the fork()'s result, changed
+# after setjmp(), is read back as it was before), so a failed test leaves
+# its settings to the programs after it; a passed one should not.
+lab_knobs_restore() {
+	while read -r f was; do
+		now=$(lab_knob_value "$f")
+		[ "$now" = "$was" ] && continue
+		echo "# lab: $1 left $f at '$now', was '$was': put back"
+		lab_sysfs "$f" "$was"
+	done < "$LAB_SYSROOT/tmp/lab-knobs"
+}
+
 # lab_run NAME TIMEOUT CMD...: run CMD with a timeout in seconds, report it.
-# Exit 0 is ok, 4 (KSFT_SKIP) is ok # SKIP, anything else is not ok.
+# Exit 0 is ok, 4 (KSFT_SKIP) is ok # SKIP, anything else is not ok.  The
+# knobs of lab_knob_files are as they were before CMD afterwards.
 lab_run() {
 	name=$1
 	limit=$2
 	shift 2
 	LAB_N=$((LAB_N + 1))
 	echo "# lab: start $name: $*"
+	lab_knobs_save
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	timeout "$limit" "$@" 2>&1 | lab_indent
 	rc=$?
 	t1=$(cut -d' ' -f1 /proc/uptime)
+	lab_knobs_restore "$name"
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	case $rc in
 	0) echo "ok $LAB_N $name" ;;
@@ -58,6 +104,7 @@ lab_run_cases() {
 	word=$4
 	LAB_N=$((LAB_N + 1))
 	echo "# lab: start $name: $prog, one run per case${word:+ with '$word' in its name}"
+	lab_knobs_save
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	cases=$("$prog" -l)
 	rc=$?
@@ -105,6 +152,7 @@ lab_run_cases() {
 		sub=$(echo "$out" | sed -n 's/^LAB-CASES //p')
 		echo "$out" | grep -q '^not ok ' && bad=1
 	done
+	lab_knobs_restore "$name"
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	if [ $bad -eq 0 ]; then

@@ -49,9 +49,11 @@ def run_cases(tmp_path, word="", **env):
     # file of the test's own, not the host's.
     knob = tmp_path / "randomize_va_space"
     knob.write_text("2\n")
+    (tmp_path / "tmp").mkdir(exist_ok=True)
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
                        env={"PATH": "/usr/bin:/bin", "ERROR_LINE": "",
-                            "LAB_ASLR_KNOB": str(knob), **env})
+                            "LAB_ASLR_KNOB": str(knob), "LAB_SYSROOT": str(tmp_path),
+                            **env})
     assert knob.read_text().strip() == "2"
     assert set((tmp_path / "randomize_va_space.seen").read_text().split()) == {"0"}
     return p.stdout
@@ -145,3 +147,33 @@ def test_a_word_runs_only_the_cases_with_it_in_their_names(tmp_path):
     got = leaves(run_cases(tmp_path, word="move"))
     assert sorted(got) == sorted(f"uffd-unit-tests/{t} on {m}" for t in ("move", "move-pmd")
                                  for m in ("anon", "shmem"))
+
+
+def test_lab_run_puts_back_the_knobs_a_program_left_changed(tmp_path):
+    """6.12's kselftest harness skips a fixture's teardown after a failed
+    ASSERT in the test: lab_run puts the settings back for the programs
+    after it, and says which."""
+    thp = tmp_path / "sys/kernel/mm/transparent_hugepage"
+    (thp / "hugepages-64kB").mkdir(parents=True)
+    (thp / "enabled").write_text("always [madvise] never\n")
+    (thp / "hugepages-64kB/enabled").write_text("always inherit madvise [never]\n")
+    sw = tmp_path / "sys/kernel/mm/foliobatch"
+    sw.mkdir(parents=True)
+    (sw / "mprotect_batch").write_text("1\n")
+    (tmp_path / "tmp").mkdir()
+    leaves_changed = tmp_path / "leaves-changed"
+    leaves_changed.write_text(f"#!/bin/sh\necho always > {thp}/hugepages-64kB/enabled\n"
+                              f"echo 0 > {sw}/mprotect_batch\nexit 1\n")
+    leaves_changed.chmod(0o755)
+    script = (f". {config.GUEST / 'lib.sh'}\n"
+              f"lab_run first 60 {leaves_changed}\nlab_run second 60 true\n")
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "LAB_SYSROOT": str(tmp_path)})
+    assert (thp / "hugepages-64kB/enabled").read_text().strip() == "never"
+    assert (sw / "mprotect_batch").read_text().strip() == "1"
+    assert (thp / "enabled").read_text().strip() == "always [madvise] never"
+    put_back = [line for line in p.stdout.splitlines() if "put back" in line]
+    assert put_back == [
+        f"# lab: first left {thp}/hugepages-64kB/enabled at 'always', was 'never': put back",
+        f"# lab: first left {sw}/mprotect_batch at '0', was '1': put back"], p.stdout
+    assert "not ok 1 first # exit 1" in p.stdout and "ok 2 second" in p.stdout
