@@ -152,8 +152,8 @@ lab_run_cases() {
 		sub=$(echo "$out" | sed -n 's/^LAB-CASES //p')
 		echo "$out" | grep -q '^not ok ' && bad=1
 	done
-	lab_knobs_restore "$name"
 	t1=$(cut -d' ' -f1 /proc/uptime)
+	lab_knobs_restore "$name"
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	if [ $bad -eq 0 ]; then
 		echo "ok $LAB_N $name"

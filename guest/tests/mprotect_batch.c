@@ -234,6 +234,18 @@ static void probe_fault(int sig, siginfo_t *info, void *ucontext)
 }
 
 /*
+ * Makes SIGSEGV jump back to probe_env with probe_info filled in; @old
+ * keeps the action to put back with sigaction(SIGSEGV, @old, NULL).
+ */
+static void probe_catch(struct sigaction *old)
+{
+	struct sigaction sa = { .sa_sigaction = probe_fault,
+				.sa_flags = SA_SIGINFO };
+
+	sigaction(SIGSEGV, &sa, old);
+}
+
+/*
  * Writes (@write) or reads the first word of page @page of @p and returns
  * the signal that stopped it (SIGSEGV, described in probe_info), or 0.  A
  * write stores the word that is already there, so the data does not
@@ -242,11 +254,10 @@ static void probe_fault(int sig, siginfo_t *info, void *ucontext)
 static int probe(char *p, size_t page, bool write)
 {
 	volatile uint64_t *w = (volatile uint64_t *)(p + page * PSZ);
-	struct sigaction sa = { .sa_sigaction = probe_fault,
-				.sa_flags = SA_SIGINFO }, old;
+	struct sigaction old;
 	int sig;
 
-	sigaction(SIGSEGV, &sa, &old);
+	probe_catch(&old);
 	sig = sigsetjmp(probe_env, 1);
 	if (!sig) {
 		uint64_t v = *w;
@@ -1026,11 +1037,10 @@ static unsigned int mte_get_tag(char *p)
  */
 static size_t first_bad_caught(const char *p, size_t nr, unsigned int tag)
 {
-	struct sigaction sa = { .sa_sigaction = probe_fault,
-				.sa_flags = SA_SIGINFO }, old;
 	volatile size_t ret = SIZE_MAX;
+	struct sigaction old;
 
-	sigaction(SIGSEGV, &sa, &old);
+	probe_catch(&old);
 	if (!sigsetjmp(probe_env, 1))
 		ret = first_bad(p, nr, tag);
 	sigaction(SIGSEGV, &old, NULL);
@@ -1065,6 +1075,26 @@ static size_t mte_unchecked(char *p, size_t nr)
 		open += probe(p, i, false) != SIGSEGV ||
 			probe_info.si_code != SEGV_MTESERR;
 	return open;
+}
+
+/*
+ * Fails unless every page of @nr at @p still has its tag and takes a tag
+ * check fault on a read through the wrong tag, after the change @change.
+ */
+static void mte_assert_kept(struct __test_metadata *_metadata,
+			    const struct mp_env *env, char *p, size_t nr,
+			    const char *change)
+{
+	size_t count;
+
+	count = mte_wrong_tags(p, nr);
+	ASSERT_EQ(0UL, count)
+		TH_LOG("%s: %zu of %zu pages lost their tag %s",
+		       env->mode, count, nr, change);
+	count = mte_unchecked(p, nr);
+	ASSERT_EQ(0UL, count)
+		TH_LOG("%s: %zu of %zu pages read through a wrong tag without a tag check fault %s",
+		       env->mode, count, nr, change);
 }
 
 /* Counts the pages of @nr at @p that a write through their tag cannot reach. */
@@ -1173,24 +1203,12 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 			       env->mode, count, n);
 
 		ASSERT_EQ(0, mprotect(p, len, PROT_READ | PROT_MTE));
-		count = mte_wrong_tags(p, n);
-		ASSERT_EQ(0UL, count)
-			TH_LOG("%s: %zu of %zu pages lost their tag in mprotect(PROT_READ | PROT_MTE)",
-			       env->mode, count, n);
-		count = mte_unchecked(p, n);
-		ASSERT_EQ(0UL, count)
-			TH_LOG("%s: %zu of %zu pages read through a wrong tag without a tag check fault",
-			       env->mode, count, n);
+		mte_assert_kept(_metadata, env, p, n,
+				"in mprotect(PROT_READ | PROT_MTE)");
 
 		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
-		count = mte_wrong_tags(p, n);
-		ASSERT_EQ(0UL, count)
-			TH_LOG("%s: %zu of %zu pages lost their tag when made writable again",
-			       env->mode, count, n);
-		count = mte_unchecked(p, n);
-		ASSERT_EQ(0UL, count)
-			TH_LOG("%s: %zu of %zu writable pages read through a wrong tag without a tag check fault",
-			       env->mode, count, n);
+		mte_assert_kept(_metadata, env, p, n,
+				"when made writable again");
 		count = mte_unwritable(p, n);
 		ASSERT_EQ(0UL, count)
 			TH_LOG("%s: %zu of %zu pages not writable through their tag",

@@ -4,8 +4,9 @@ One build directory per (arch, variant, flavour), a direct child of the
 flavour's source tree (see config.build_dir).  The config is tinyconfig plus
 configs/common.config, configs/<arch>.config and, for the debug variant,
 configs/debug.config and configs/<arch>-debug.config where there is one (the
-nosplit variant adds configs/nosplit.config to that); every option the fragments set is checked afterwards, a later
-fragment's value over an earlier one's.
+nosplit variant adds configs/nosplit.config to that); every option the
+fragments set is checked afterwards, a later fragment's value over an
+earlier one's.
 """
 
 import hashlib
