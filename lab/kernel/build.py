@@ -107,14 +107,26 @@ def make_cmd(a, src, out, flavour, jobs=None):
     return cmd
 
 
+CONFIG_STAMP = ".lab-config"
+
+
+def config_current(out, want):
+    """Whether out/.config was made from the fragments whose config_hash()
+    is want: the hash that configure() and each_commit() leave in
+    out/.lab-config once they have written the .config."""
+    stamp = out / CONFIG_STAMP
+    return (out / ".config").exists() and stamp.exists() \
+        and stamp.read_text().strip() == want
+
+
 def configure(arch_name, variant, flavour, log):
     a = config.arch(arch_name)
     src = config.source_tree(flavour)
     out = config.build_dir(arch_name, variant, flavour)
     out.mkdir(parents=True, exist_ok=True)
-    stamp = out / ".lab-config"
+    stamp = out / CONFIG_STAMP
     want = config_hash(arch_name, variant, flavour)
-    if stamp.exists() and stamp.read_text().strip() == want and (out / ".config").exists():
+    if config_current(out, want):
         return out
     frags = fragments(arch_name, variant, flavour)
     base = make_cmd(a, src, out, flavour)
@@ -257,6 +269,10 @@ def each_commit(arch_name, variant="default"):
                           f"{source.BASE_TAG}..HEAD"]).split()
     a = config.arch(arch_name)
     out = tree / f"out-{arch_name}-{variant}"
+    frags = fragments(arch_name, variant, "patched")
+    want = config_hash(arch_name, variant, "patched")
+    env = dict(os.environ, **BUILD_ENV)
+    base = make_cmd(a, tree, out, "bisect")
     failed = []
     for c in commits:
         subject = source.out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
@@ -264,13 +280,14 @@ def each_commit(arch_name, variant="default"):
         log = config.log_dir() / f"bisect-{arch_name}-{c[:12]}.log"
         log.write_text("")
         out.mkdir(parents=True, exist_ok=True)
-        frags = fragments(arch_name, variant, "patched")
-        env = dict(os.environ, **BUILD_ENV)
-        base = make_cmd(a, tree, out, "bisect")
-        if not (out / ".config").exists():
+        # made at the first commit, and again whenever a fragment changed
+        # since the .config was made: olddefconfig alone would keep the old
+        # fragments' choices and build every commit in a stale config
+        if not config_current(out, want):
             run(base + ["tinyconfig"], env=env, log=log)
             run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
                  str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
+            (out / CONFIG_STAMP).write_text(want + "\n")
         run(base + ["olddefconfig"], env=env, log=log)
         p = run(base, env=env, log=log, check=False)
         ok = p.returncode == 0
