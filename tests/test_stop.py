@@ -199,3 +199,26 @@ def test_a_make_in_the_main_thread_stops_its_own_children(tmp_path):
                                   [signal.SIGTERM])
     assert code == 130, err
     assert left == {"make": False, "compiler": False}
+
+
+def test_a_shell_in_a_session_of_its_own_goes_with_its_commands(tmp_path):
+    # 'lab fresh' runs .ci/run through chroot and bash in a session of its
+    # own.  A shell that gets SIGTERM ends at once and leaves the command
+    # it was waiting for running; the lab signals the whole group.
+    script = textwrap.dedent(f"""
+        import signal, subprocess, sys
+        from lab import cli
+        from lab.core import util
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        shell = ("sleep 600 >/dev/null 2>&1 & echo $! > {tmp_path}/command.pid; "
+                 "echo $$ > {tmp_path}/shell.pid; wait")
+
+        def command(_args):
+            util.reap(util.spawn(["sh", "-c", shell], start_new_session=True))
+            return 0
+        sys.exit(cli.guarded(command, None))
+    """)
+    code, err, left = stop_script([script], tmp_path, ["shell", "command"],
+                                  [signal.SIGTERM])
+    assert code == 130, err
+    assert left == {"shell": False, "command": False}

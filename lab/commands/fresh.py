@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ..core import config
-from ..core.util import LabError, Timer, run, say
+from ..core.util import LabError, Timer, reap, run, say, spawn
 
 SUITE = "bookworm"
 # the sources of a Debian 12 installation: the pinned linux-source-6.12 is
@@ -124,10 +124,14 @@ def main(command="bash .ci/run"):
                "HOME": "/root", "CI": "true", "LANG": "C.UTF-8", "TERM": "dumb"}
         say(f"running '{command}' in {root} (log: {log})")
         t0 = time.monotonic()
+        # a session of its own, so that a stopped lab ends the whole
+        # command in the root (reap() signals the group), not only its
+        # shell, before the finally below unmounts what it uses
         with open(log, "w") as f:
-            p = subprocess.run(["chroot", str(root), "bash", "-c",
-                                f"cd {CHECKOUT} && {command}"],
-                               env=env, stdout=f, stderr=subprocess.STDOUT)
+            p = spawn(["chroot", str(root), "bash", "-c", f"cd {CHECKOUT} && {command}"],
+                      env=env, stdout=f, stderr=subprocess.STDOUT,
+                      start_new_session=True)
+            reap(p)
         minutes = (time.monotonic() - t0) / 60
     finally:
         for path in reversed(mounted):

@@ -1,6 +1,8 @@
 """Small helpers shared by the lab modules: running commands and messages."""
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -43,11 +45,11 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
             f.flush()
             child = spawn(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
                           text=True)
-            stdout, stderr = _reap(child)
+            stdout, stderr = reap(child)
     else:
         pipe = subprocess.PIPE if capture else None
         child = spawn(cmd, cwd=cwd, env=env, text=True, stdout=pipe, stderr=pipe)
-        stdout, stderr = _reap(child)
+        stdout, stderr = reap(child)
     p = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     if check and p.returncode != 0:
         where = f" (log: {log})" if log else ""
@@ -59,7 +61,7 @@ def run(cmd, *, cwd=None, env=None, log=None, check=True, capture=False,
     return p
 
 
-def _reap(child, grace=5.0):
+def reap(child, grace=5.0):
     """child.communicate(), and on any exception (Ctrl-C or SIGTERM in the
     main thread) the child ended and reaped before the exception goes on:
     SIGTERM first, so that a make ends the compilers and sub-makes it
@@ -68,18 +70,32 @@ def _reap(child, grace=5.0):
     try:
         return child.communicate()
     except BaseException:
-        child.terminate()
+        _signal(child, signal.SIGTERM)
         _wait_or_kill(child, grace)
         raise
 
 
+def _signal(child, sig):
+    """Send @sig to a child, or to its whole process group when it leads
+    one (spawn(..., start_new_session=True)): a shell started that way,
+    such as 'lab fresh''s chroot, does not pass SIGTERM on to the commands
+    it runs, so they get it from the group."""
+    try:
+        if os.getpgid(child.pid) == child.pid:
+            os.killpg(child.pid, sig)
+        else:
+            child.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
 def _wait_or_kill(child, timeout):
-    """Wait up to @timeout seconds for a child told to end; SIGKILL it and
-    reap it if it has not ended by then."""
+    """Wait up to @timeout seconds for a child told to end; SIGKILL it (its
+    group, when it leads one) and reap it if it has not ended by then."""
     try:
         child.wait(timeout)
     except subprocess.TimeoutExpired:
-        child.kill()
+        _signal(child, signal.SIGKILL)
         child.wait()
 
 
@@ -108,7 +124,7 @@ def stop_children(grace=5.0):
         _stopping.set()
         live = [c for c in _children if c.poll() is None]
     for c in live:
-        c.terminate()
+        _signal(c, signal.SIGTERM)
     end = time.monotonic() + grace
     for c in live:
         _wait_or_kill(c, max(0.0, end - time.monotonic()))
