@@ -201,16 +201,19 @@ def test_a_make_in_the_main_thread_stops_its_own_children(tmp_path):
     assert left == {"make": False, "compiler": False}
 
 
-def test_a_shell_in_a_session_of_its_own_goes_with_its_commands(tmp_path):
+@pytest.mark.parametrize("trap", ["", "trap '' TERM; "])
+def test_a_shell_in_a_session_of_its_own_goes_with_its_commands(tmp_path, trap):
     # 'lab fresh' runs .ci/run through chroot and bash in a session of its
     # own.  A shell that gets SIGTERM ends at once and leaves the command
-    # it was waiting for running; the lab signals the whole group.
+    # it was waiting for running; the lab signals the whole group, and
+    # kills what is left of it after the grace, though the shell itself
+    # was gone at once (trap: a command that ignores SIGTERM).
     script = textwrap.dedent(f"""
         import signal, subprocess, sys
         from lab import cli
         from lab.core import util
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        shell = ("sleep 600 >/dev/null 2>&1 & echo $! > {tmp_path}/command.pid; "
+        shell = ("({trap}exec sleep 600) >/dev/null 2>&1 & echo $! > {tmp_path}/command.pid; "
                  "echo $$ > {tmp_path}/shell.pid; wait")
 
         def command(_args):

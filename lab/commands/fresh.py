@@ -129,8 +129,8 @@ def main(command="bash .ci/run"):
         # shell, before the finally below unmounts what it uses
         with open(log, "w") as f:
             p = spawn(["chroot", str(root), "bash", "-c", f"cd {CHECKOUT} && {command}"],
-                      env=env, stdout=f, stderr=subprocess.STDOUT,
-                      start_new_session=True)
+                      env=env, stdin=subprocess.DEVNULL, stdout=f,
+                      stderr=subprocess.STDOUT, start_new_session=True)
             reap(p)
         minutes = (time.monotonic() - t0) / 60
     finally:

@@ -76,37 +76,63 @@ def reap(child, grace=5.0):
 
 
 def _signal(child, sig):
-    """Send @sig to a child, or to its whole process group when it leads
-    one (spawn(..., start_new_session=True)): a shell started that way,
-    such as 'lab fresh''s chroot, does not pass SIGTERM on to the commands
-    it runs, so they get it from the group."""
+    """Send @sig to a child, or to its whole process group when spawn()
+    started it as the leader of one (start_new_session=True): a shell
+    started that way, such as 'lab fresh''s chroot, does not pass SIGTERM
+    on to the commands it runs, so they get it from the group.  The group
+    is the one recorded at spawn(), never looked up again, so that a pid
+    reused after the child was reaped cannot name another group."""
+    group = getattr(child, "lab_group", None)
+    if group is None:
+        child.send_signal(sig)      # does nothing once the child is reaped
+        return
     try:
-        if os.getpgid(child.pid) == child.pid:
-            os.killpg(child.pid, sig)
-        else:
-            child.send_signal(sig)
+        os.killpg(group, sig)
     except ProcessLookupError:
         pass
 
 
+def _group_alive(child):
+    """Whether any process of the group spawn() started @child to lead is
+    left (the leader itself may have ended long before the others)."""
+    try:
+        os.killpg(child.lab_group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _wait_or_kill(child, timeout):
-    """Wait up to @timeout seconds for a child told to end; SIGKILL it (its
-    group, when it leads one) and reap it if it has not ended by then."""
+    """Wait up to @timeout seconds for a child told to end, and for the
+    rest of its group when it leads one; SIGKILL what is left by then (the
+    whole group) and reap the child."""
+    end = time.monotonic() + timeout
     try:
         child.wait(timeout)
     except subprocess.TimeoutExpired:
-        _signal(child, signal.SIGKILL)
-        child.wait()
+        pass
+    if getattr(child, "lab_group", None) is not None:
+        while _group_alive(child) and time.monotonic() < end:
+            time.sleep(0.05)
+        if _group_alive(child):
+            _signal(child, signal.SIGKILL)
+    if child.poll() is None:
+        child.kill()
+    child.wait()
 
 
 def spawn(cmd, **kwargs):
     """subprocess.Popen(cmd, **kwargs), remembered until it has ended, so
-    that stop_children() can end it.  Raises LabError once stop_children()
-    has run: a stopped lab starts nothing new."""
+    that stop_children() can end it.  A child started as the leader of a
+    process group of its own (start_new_session=True or process_group=0)
+    is signalled with its whole group (see _signal()).  Raises LabError
+    once stop_children() has run: a stopped lab starts nothing new."""
     with _children_lock:
         if _stopping.is_set():
             raise LabError(f"the lab is stopping: {cmd[0]} not started")
         p = subprocess.Popen(cmd, **kwargs)
+        leads = kwargs.get("start_new_session") or kwargs.get("process_group") == 0
+        p.lab_group = p.pid if leads else None
         for old in [c for c in _children if c.poll() is not None]:
             _children.discard(old)
         _children.add(p)
