@@ -67,3 +67,38 @@ def test_a_changed_fragment_makes_the_config_again(fake_tree):
     calls.clear()
     build.each_commit("x86_64")
     assert tinyconfigs(calls) == 1
+
+
+def test_the_fragments_are_merged_at_every_commit(fake_tree):
+    """An option the series adds part-way (CONFIG_PT_RECLAIM) is unknown at
+    the first commit; merged again at each commit, it takes the
+    fragments' value from the commit that adds it."""
+    _, _, calls = fake_tree
+    build.each_commit("x86_64")
+    merges = [c for c in calls if str(c[0]).endswith("merge_config.sh")]
+    assert len(merges) == 2
+
+
+def test_a_config_cut_short_is_not_taken_for_the_old_one(fake_tree, monkeypatch):
+    """Stamp of config A, fragments changed to B, the run stopped after
+    tinyconfig, fragments back to A: the tinyconfig-only .config must not
+    pass for A's."""
+    out, configs, calls = fake_tree
+    build.each_commit("x86_64")
+    frag = configs / "x86_64.config"
+    old = frag.read_text()
+    frag.write_text(old + "CONFIG_NEW=y\n")
+    real = build.run
+
+    def stop_after_tinyconfig(cmd, **kw):
+        real(cmd, **kw)
+        if "tinyconfig" in cmd:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(build, "run", stop_after_tinyconfig)
+    with pytest.raises(KeyboardInterrupt):
+        build.each_commit("x86_64")
+    monkeypatch.setattr(build, "run", real)
+    frag.write_text(old)
+    calls.clear()
+    build.each_commit("x86_64")
+    assert tinyconfigs(calls) == 1

@@ -131,6 +131,8 @@ def configure(arch_name, variant, flavour, log):
     frags = fragments(arch_name, variant, flavour)
     base = make_cmd(a, src, out, flavour)
     env = dict(os.environ, **BUILD_ENV)
+    # a configure cut short must not leave the old stamp over a new .config
+    stamp.unlink(missing_ok=True)
     run(base + ["tinyconfig"], env=env, log=log)
     run([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
          str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
@@ -280,15 +282,18 @@ def each_commit(arch_name, variant="default"):
         log = config.log_dir() / f"bisect-{arch_name}-{c[:12]}.log"
         log.write_text("")
         out.mkdir(parents=True, exist_ok=True)
-        # made at the first commit, and again whenever a fragment changed
-        # since the .config was made: olddefconfig alone would keep the old
-        # fragments' choices and build every commit in a stale config
+        # tinyconfig at the first commit, and again whenever a fragment
+        # changed since the .config was made (olddefconfig alone would
+        # keep the old fragments' choices); the fragments are merged at
+        # every commit, so that an option the series adds part-way takes
+        # the fragments' value from the commit that adds it
         if not config_current(out, want):
+            (out / CONFIG_STAMP).unlink(missing_ok=True)
             run(base + ["tinyconfig"], env=env, log=log)
-            run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
-                 str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
-            (out / CONFIG_STAMP).write_text(want + "\n")
+        run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
+             str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
         run(base + ["olddefconfig"], env=env, log=log)
+        (out / CONFIG_STAMP).write_text(want + "\n")
         p = run(base, env=env, log=log, check=False)
         ok = p.returncode == 0
         say(f"{'builds' if ok else 'FAILS '} {arch_name}: {c[:12]} {subject}")
