@@ -210,6 +210,25 @@ static void assert_folios(struct __test_metadata *_metadata,
 	}
 }
 
+/*
+ * Opens round @m of a test that maps @nr folios of the test's size: enters
+ * mode @m (mp_mode()), maps them (@flags MAP_PRIVATE or MAP_SHARED) folio
+ * aligned, fills them with the pattern of region @tag and fails unless
+ * each is mapped as one whole folio.  Returns the mapping.
+ */
+static char *mp_round(struct __test_metadata *_metadata, struct mp_env *env,
+		      int m, size_t nr, int flags, unsigned int tag)
+{
+	char *p;
+
+	mp_mode(_metadata, env, m);
+	p = mp_map(nr * env->folio, env->folio, 0, flags);
+	ASSERT_NE(NULL, p);
+	fill(p, nr * env->folio / PSZ, tag);
+	assert_folios(_metadata, env, p, nr);
+	return p;
+}
+
 /* The pagemap entries of @nr pages at @p, malloc'ed. */
 static uint64_t *pagemap(struct __test_metadata *_metadata,
 			 const struct mp_env *env, const char *p, size_t nr)
@@ -653,11 +672,7 @@ TEST_F_TIMEOUT(track, soft_dirty, 120)
 	if (strcmp(u.machine, "x86_64"))
 		SKIP(return, "%s has no soft-dirty bit in 6.12", u.machine);
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
-		p = mp_map(len, env->folio, 0, variant->flags);
-		ASSERT_NE(NULL, p);
-		fill(p, n, 1 + m);
-		assert_folios(_metadata, env, p, TRACK_FOLIOS);
+		p = mp_round(_metadata, env, m, TRACK_FOLIOS, variant->flags, 1 + m);
 		ASSERT_EQ(0, lab_write_file("/proc/self/clear_refs", "4"));
 		for (i = 0; i < n; i++)
 			if (i % fpages < fpages / 2)
@@ -714,11 +729,7 @@ TEST_F_TIMEOUT(track, uffd_wp, 120)
 	if (variant->flags == MAP_SHARED)
 		SKIP(return, "uffd-wp of shmem needs PTE markers, not tested here");
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
-		p = mp_map(len, env->folio, 0, variant->flags);
-		ASSERT_NE(NULL, p);
-		fill(p, n, 3 + m);
-		assert_folios(_metadata, env, p, TRACK_FOLIOS);
+		p = mp_round(_metadata, env, m, TRACK_FOLIOS, variant->flags, 3 + m);
 
 		self->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 		ASSERT_LE(0, self->uffd) TH_LOG("userfaultfd: %s",
@@ -957,11 +968,7 @@ TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 		     strerror(errno));
 	}
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
-		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
-		ASSERT_NE(NULL, p);
-		fill(p, n, 7 + m);
-		assert_folios(_metadata, env, p, 4);
+		p = mp_round(_metadata, env, m, 4, MAP_PRIVATE, 7 + m);
 		ASSERT_EQ(0, pkey_mprotect(p, len, RW, self->pkey));
 		open = pkey_open_pages(p, n, self->pkey);
 		ASSERT_EQ(0UL, open)
@@ -1180,11 +1187,7 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 	int m;
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
-		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
-		ASSERT_NE(NULL, p);
-		fill(p, n, 11 + m);
-		assert_folios(_metadata, env, p, MTE_FOLIOS);
+		p = mp_round(_metadata, env, m, MTE_FOLIOS, MAP_PRIVATE, 11 + m);
 
 		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
 		bad = first_bad_caught(p, n, 11 + m);
@@ -1359,11 +1362,7 @@ TEST_F_TIMEOUT(numa, numa_hinting, 600)
 	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_period_max_ms",
 				    "1000"));
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
-		p = mp_map(len, env->folio, 0, MAP_PRIVATE);
-		ASSERT_NE(NULL, p);
-		fill(p, n, 9 + m);
-		assert_folios(_metadata, env, p, NUMA_FOLIOS);
+		p = mp_round(_metadata, env, m, NUMA_FOLIOS, MAP_PRIVATE, 9 + m);
 		for (f = 0; f < NUMA_FOLIOS; f++)
 			ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd,
 						     p + f * env->folio, &pfn[f]));

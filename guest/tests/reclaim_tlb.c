@@ -193,14 +193,6 @@ static long stale_page(const char *p, unsigned int w)
 	return -1;
 }
 
-/* A /proc/vmstat counter, or 0 if it cannot be read (a delta then fails). */
-static unsigned long vmstat(const char *name)
-{
-	long long v = lab_vmstat(name);
-
-	return v < 0 ? 0 : v;
-}
-
 /*
  * Proves no write to private anonymous memory is lost: two writers, one
  * per vCPU, stamp 8 MB each four times over in a cgroup limited to 4 MB,
@@ -210,7 +202,7 @@ static unsigned long vmstat(const char *name)
  */
 TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
 {
-	unsigned long out0, out1;
+	long long out0, out1;
 	unsigned int i;
 	char *p;
 	long bad;
@@ -221,16 +213,18 @@ TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
 	p = mmap(NULL, WRITERS * REGION, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
-	out0 = vmstat("pswpout");
+	out0 = lab_vmstat("pswpout");
+	ASSERT_LE(0, out0) TH_LOG("cannot read pswpout in /proc/vmstat");
 	run_writers(p);
-	out1 = vmstat("pswpout");
+	out1 = lab_vmstat("pswpout");
+	ASSERT_LE(0, out1) TH_LOG("cannot read pswpout in /proc/vmstat");
 	for (i = 0; i < WRITERS; i++) {
 		bad = stale_page(p + i * REGION, i);
 		ASSERT_EQ(-1, bad)
 			TH_LOG("writer %u, page %ld lost a write", i, bad);
 	}
-	ksft_print_msg("pswpout +%lu pages\n", out1 - out0);
-	ASSERT_LE(WRITERS * REGION_PAGES, out1 - out0)
+	ksft_print_msg("pswpout +%lld pages\n", out1 - out0);
+	ASSERT_LE((long long)(WRITERS * REGION_PAGES), out1 - out0)
 		TH_LOG("reclaim swapped out less than the working set");
 	munmap(p, WRITERS * REGION);
 }
@@ -293,7 +287,7 @@ TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
  */
 TEST_F_TIMEOUT(rt, dirty_flush_batched, 600)
 {
-	unsigned long out0, out1, swapped;
+	long long out0, out1, swapped;
 	long long h0, h1, flushes;
 	unsigned int i;
 	size_t pg;
@@ -314,17 +308,19 @@ TEST_F_TIMEOUT(rt, dirty_flush_batched, 600)
 		*(volatile uint64_t *)(p + pg * PSZ) = stamp(0, pg, 1);
 	ASSERT_EQ(0, madvise(p, FLUSH_REGION, MADV_COLD));
 
-	out0 = vmstat("pswpout");
+	out0 = lab_vmstat("pswpout");
+	ASSERT_LE(0, out0) TH_LOG("cannot read pswpout in /proc/vmstat");
 	h0 = lab_kprobe_hits("rt_flushdirty");
 	for (i = 0; i < 4; i++) {
 		ret = lab_cg_reclaim(CG, "8M swappiness=200");
 		ASSERT_TRUE(!ret || ret == -EAGAIN)
 			TH_LOG("memory.reclaim: %s", strerror(-ret));
-		if (vmstat("pswpout") - out0 >= FLUSH_PAGES)
+		if (lab_vmstat("pswpout") - out0 >= (long long)FLUSH_PAGES)
 			break;
 	}
 	h1 = lab_kprobe_hits("rt_flushdirty");
-	out1 = vmstat("pswpout");
+	out1 = lab_vmstat("pswpout");
+	ASSERT_LE(0, out1) TH_LOG("cannot read pswpout in /proc/vmstat");
 	ASSERT_LE(0, h0);
 	ASSERT_LE(h0, h1);
 	flushes = h1 - h0;
@@ -335,17 +331,17 @@ TEST_F_TIMEOUT(rt, dirty_flush_batched, 600)
 			TH_LOG("page %zu lost its data", pg);
 	munmap(p, FLUSH_REGION);
 
-	ksft_print_msg("%s: %lld try_to_unmap_flush_dirty() calls for %lu pages swapped out, of %lu written\n",
+	ksft_print_msg("%s: %lld try_to_unmap_flush_dirty() calls for %lld pages swapped out, of %lu written\n",
 		       variant->value ? (variant->value[0] == '1' ?
 		       "reclaim_tlb_batch=1" : "reclaim_tlb_batch=0") :
 		       "stock", flushes, swapped, FLUSH_PAGES);
-	ASSERT_LE(FLUSH_PAGES / 2, swapped)
+	ASSERT_LE((long long)(FLUSH_PAGES / 2), swapped)
 		TH_LOG("reclaim swapped out too little to count flushes");
 	if (variant->value && variant->value[0] == '1') {
-		ASSERT_LE(flushes * 8, (long long)swapped)
+		ASSERT_LE(flushes * 8, swapped)
 			TH_LOG("more than one flush per 8 pages swapped out: dirty folios were not written out in batches");
 	} else {
-		ASSERT_LE((long long)swapped, flushes * 2)
+		ASSERT_LE(swapped, flushes * 2)
 			TH_LOG("fewer than one flush per 2 pages swapped out: stock flushes before every dirty folio");
 	}
 }
