@@ -72,6 +72,35 @@ def test_known_false_warning_is_listed_not_new():
     assert "pte_unmap()" in known[0][1]
 
 
+def test_debians_x86_config_puts_the_batched_copys_report_in_paravirt_h():
+    # with CONFIG_PARAVIRT_XXL sparse reports change_pte_range() (stock) and
+    # its batched copy (patched) at arch_leave_lazy_mmu_mode()'s pvop call
+    where = "../arch/x86/include/asm/paravirt.h:564:9: warning: context imbalance in "
+    stock = check.merged(check.parse_log(log_with(
+        "  CHECK   ../mm/mprotect.c", where + "'change_pte_range' - unexpected unlock")))
+    batched = where + "'change_pte_range_batched' - unexpected unlock"
+    patched = check.merged(check.parse_log(log_with(
+        "  CHECK   ../mm/mprotect.c", batched, where + "'change_pte_range' - unexpected unlock")))
+    assert check.new_warnings(stock, patched) == []
+    assert [line for line, _ in check.known_warnings(stock, patched)] == [batched]
+    other = where + "'remap_pte_range_batched' - unexpected unlock"
+    patched = check.merged(check.parse_log(log_with("  CHECK   ../mm/memory.c", other)))
+    assert check.new_warnings(stock, patched) == [other]
+
+
+def test_the_known_false_table_is_an_input_of_a_stored_verdict(monkeypatch):
+    v = check.select(["x86_64/debian-amd64"])[0]
+    t = check.TARGETS[v.arch]
+    monkeypatch.setattr(check, "head", lambda flavour: flavour * 8)
+    monkeypatch.setattr(check.source, "series_hash", lambda: "s")
+    monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f)
+    key = check.stamp_key(check.stamp_inputs(v, t, False))
+    fewer = dict(check.KNOWN_FALSE)
+    fewer.popitem()
+    monkeypatch.setattr(check, "KNOWN_FALSE", fewer)
+    assert check.stamp_key(check.stamp_inputs(v, t, False)) != key
+
+
 @pytest.mark.parametrize("other", [
     # the same text in another function, another file, or another kind
     SPARSE_KNOWN.replace("try_to_free_pte", "try_get_and_clear_pmd"),
