@@ -352,7 +352,9 @@ def fake_make(commands, dotconfig_text):
 
 def test_write_config_lab_variant(work, monkeypatch):
     commands = []
-    monkeypatch.setattr(check, "run", fake_make(commands, "CONFIG_PT_RECLAIM=n\n"))
+    fake = fake_make(commands, "CONFIG_PT_RECLAIM=n\n")
+    monkeypatch.setattr(check, "run", fake)
+    monkeypatch.setattr(build, "run", fake)  # merge_fragments()
     v = variant("x86_64/lab-pt-reclaim-off")
     out = check.build_dir(v, "patched")
     out.mkdir(parents=True)
@@ -366,7 +368,9 @@ def test_write_config_lab_variant(work, monkeypatch):
 
 
 def test_write_config_fails_on_a_line_that_did_not_stick(work, monkeypatch):
-    monkeypatch.setattr(check, "run", fake_make([], "CONFIG_MMU_NOTIFIER=y\n"))
+    fake = fake_make([], "CONFIG_MMU_NOTIFIER=y\n")
+    monkeypatch.setattr(check, "run", fake)
+    monkeypatch.setattr(build, "run", fake)  # merge_fragments()
     v = variant("x86_64/lab-mmu-notifier-off")
     out = check.build_dir(v, "stock")
     out.mkdir(parents=True)
@@ -380,7 +384,9 @@ def test_write_config_debian_starts_from_debians_file(work, monkeypatch):
     debian.parent.mkdir(parents=True)
     debian.write_text("CONFIG_MMU_NOTIFIER=y\nCONFIG_DEBUG_INFO_BTF=y\n")
     monkeypatch.setattr(check, "debian_config", lambda t: debian)
-    monkeypatch.setattr(check, "run", fake_make(commands, "CONFIG_DEBUG_INFO_NONE=y\n"))
+    fake = fake_make(commands, "CONFIG_DEBUG_INFO_NONE=y\n")
+    monkeypatch.setattr(check, "run", fake)
+    monkeypatch.setattr(build, "run", fake)  # merge_fragments()
     v = variant("arm64/debian-arm64")
     out = check.build_dir(v, "patched")
     out.mkdir(parents=True)
@@ -668,3 +674,20 @@ def test_sparse_failing_on_patched_only_fails_the_leaf(monkeypatch, tmp_path):
     v = check.select(["riscv64/defconfig"])[0]
     result = check.build_variant(v, check.TARGETS["riscv64"], full=False)
     assert result["status"] == "fail" and "W=1/sparse build failed" in result["detail"]
+
+
+def test_a_config_write_cut_short_leaves_no_stamp(work, monkeypatch):
+    # the stamp of the config before must not stand over a .config whose
+    # writing was stopped part-way
+    v = variant("x86_64/lab-pt-reclaim-off")
+    out = check.build_dir(v, "patched")
+    out.mkdir(parents=True)
+    (out / ".config").write_text("CONFIG_OLD=y\n")
+    (out / check.CONFIG_STAMP).write_text("old\n")
+
+    def stopped(*a):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(check, "write_config", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        check.configure(v, check.TARGETS["x86_64"], "patched", out, work / "log")
+    assert not (out / check.CONFIG_STAMP).exists()

@@ -110,13 +110,22 @@ def make_cmd(a, src, out, flavour, jobs=None):
 CONFIG_STAMP = ".lab-config"
 
 
-def config_current(out, want):
-    """Whether out/.config was made from the fragments whose config_hash()
-    is want: the hash that configure() and each_commit() leave in
-    out/.lab-config once they have written the .config."""
-    stamp = out / CONFIG_STAMP
-    return (out / ".config").exists() and stamp.exists() \
-        and stamp.read_text().strip() == want
+def config_current(out, want, stamp=CONFIG_STAMP):
+    """Whether out/.config was made from the config inputs whose hash is
+    want: the hash that configure() and each_commit() (and 'lab check',
+    under its own @stamp name) leave in out/@stamp once they have written
+    the .config, and remove before they write a new one."""
+    path = out / stamp
+    return (out / ".config").exists() and path.exists() \
+        and path.read_text().strip() == want
+
+
+def merge_fragments(base, src, out, frags, env, log):
+    """Merge the fragments @frags into out/.config with merge_config.sh and
+    run olddefconfig; @base is make_cmd()'s command for the tree @src."""
+    run([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
+         str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
+    run(base + ["olddefconfig"], env=env, log=log)
 
 
 def configure(arch_name, variant, flavour, log):
@@ -134,9 +143,7 @@ def configure(arch_name, variant, flavour, log):
     # a configure cut short must not leave the old stamp over a new .config
     stamp.unlink(missing_ok=True)
     run(base + ["tinyconfig"], env=env, log=log)
-    run([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
-         str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
-    run(base + ["olddefconfig"], env=env, log=log)
+    merge_fragments(base, src, out, frags, env, log)
     check_config(out / ".config", frags)
     stamp.write_text(want + "\n")
     return out
@@ -290,9 +297,7 @@ def each_commit(arch_name, variant="default"):
         if not config_current(out, want):
             (out / CONFIG_STAMP).unlink(missing_ok=True)
             run(base + ["tinyconfig"], env=env, log=log)
-        run([str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
-             str(out / ".config")] + [str(f) for f in frags], env=env, log=log)
-        run(base + ["olddefconfig"], env=env, log=log)
+        merge_fragments(base, tree, out, frags, env, log)
         (out / CONFIG_STAMP).write_text(want + "\n")
         p = run(base, env=env, log=log, check=False)
         ok = p.returncode == 0

@@ -426,21 +426,19 @@ def write_config(v, t, flavour, build_out, log):
         shutil.copyfile(debian_config(t), build_out / ".config")
     else:
         raise LabError(f"variant {v.leaf}: unknown base '{v.base}'")
-    run([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(build_out),
-         str(build_out / ".config")] + [str(f) for f in frags], env=env, log=log)
-    run(base + ["olddefconfig"], env=env, log=log)
+    build.merge_fragments(base, src, build_out, frags, env, log)
     check_lines(build_out / ".config", frags)
 
 
 def configure(v, t, flavour, build_out, log):
     """write_config() unless the build directory already has this config."""
     want = hashlib.sha256(config_inputs(v, t, flavour).encode()).hexdigest()
-    stamp = build_out / CONFIG_STAMP
-    if stamp.exists() and stamp.read_text().strip() == want \
-            and (build_out / ".config").exists():
+    if build.config_current(build_out, want, CONFIG_STAMP):
         return
+    # a write cut short must not leave the old stamp over a new .config
+    (build_out / CONFIG_STAMP).unlink(missing_ok=True)
     write_config(v, t, flavour, build_out, log)
-    stamp.write_text(want + "\n")
+    (build_out / CONFIG_STAMP).write_text(want + "\n")
 
 
 # Kbuild hands single targets on to sub-makes inside one recipe, which
