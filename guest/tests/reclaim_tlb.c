@@ -193,6 +193,15 @@ static long stale_page(const char *p, unsigned int w)
 	return -1;
 }
 
+/* pswpout of /proc/vmstat; fails the test if it cannot be read. */
+static long long pswpout(struct __test_metadata *_metadata)
+{
+	long long v = lab_vmstat("pswpout");
+
+	ASSERT_LE(0, v) TH_LOG("cannot read pswpout in /proc/vmstat");
+	return v;
+}
+
 /*
  * Proves no write to private anonymous memory is lost: two writers, one
  * per vCPU, stamp 8 MB each four times over in a cgroup limited to 4 MB,
@@ -213,11 +222,9 @@ TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
 	p = mmap(NULL, WRITERS * REGION, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
-	out0 = lab_vmstat("pswpout");
-	ASSERT_LE(0, out0) TH_LOG("cannot read pswpout in /proc/vmstat");
+	out0 = pswpout(_metadata);
 	run_writers(p);
-	out1 = lab_vmstat("pswpout");
-	ASSERT_LE(0, out1) TH_LOG("cannot read pswpout in /proc/vmstat");
+	out1 = pswpout(_metadata);
 	for (i = 0; i < WRITERS; i++) {
 		bad = stale_page(p + i * REGION, i);
 		ASSERT_EQ(-1, bad)
@@ -308,19 +315,17 @@ TEST_F_TIMEOUT(rt, dirty_flush_batched, 600)
 		*(volatile uint64_t *)(p + pg * PSZ) = stamp(0, pg, 1);
 	ASSERT_EQ(0, madvise(p, FLUSH_REGION, MADV_COLD));
 
-	out0 = lab_vmstat("pswpout");
-	ASSERT_LE(0, out0) TH_LOG("cannot read pswpout in /proc/vmstat");
+	out0 = pswpout(_metadata);
 	h0 = lab_kprobe_hits("rt_flushdirty");
 	for (i = 0; i < 4; i++) {
 		ret = lab_cg_reclaim(CG, "8M swappiness=200");
 		ASSERT_TRUE(!ret || ret == -EAGAIN)
 			TH_LOG("memory.reclaim: %s", strerror(-ret));
-		if (lab_vmstat("pswpout") - out0 >= (long long)FLUSH_PAGES)
+		if (pswpout(_metadata) - out0 >= (long long)FLUSH_PAGES)
 			break;
 	}
 	h1 = lab_kprobe_hits("rt_flushdirty");
-	out1 = lab_vmstat("pswpout");
-	ASSERT_LE(0, out1) TH_LOG("cannot read pswpout in /proc/vmstat");
+	out1 = pswpout(_metadata);
 	ASSERT_LE(0, h0);
 	ASSERT_LE(h0, h1);
 	flushes = h1 - h0;
