@@ -328,32 +328,84 @@ FIXTURE_TEARDOWN(mech)
 }
 
 #define MECH_FOLIOS	16
+#define MP_LOOKUPS	"mp_normal_page"
+
+/* Adds the kprobe that mp_counted() reads, on vm_normal_page(). */
+static void mp_lookups_probe(struct __test_metadata *_metadata)
+{
+	int err = lab_kprobe_add(MP_LOOKUPS, "vm_normal_page");
+
+	ASSERT_EQ(0, err) TH_LOG("kprobe on vm_normal_page: %s",
+				 strerror(-err));
+}
+
+/*
+ * mprotect(@p, @len, @prot), or pkey_mprotect() with key @pkey when it is
+ * not -1, counting the vm_normal_page() calls it makes (the kprobe of
+ * mp_lookups_probe()).  Returns the count.
+ */
+static long long mp_counted(struct __test_metadata *_metadata, char *p,
+			    size_t len, int prot, int pkey)
+{
+	long long h0, h1;
+	int ret, err;
+
+	h0 = lab_kprobe_hits(MP_LOOKUPS);
+	ret = pkey < 0 ? mprotect(p, len, prot) :
+			 pkey_mprotect(p, len, prot, pkey);
+	err = errno;
+	h1 = lab_kprobe_hits(MP_LOOKUPS);
+	ASSERT_EQ(0, ret) TH_LOG("%s: %s", pkey < 0 ? "mprotect" :
+				 "pkey_mprotect", strerror(err));
+	ASSERT_LE(0, h0);
+	ASSERT_LE(h0, h1);
+	return h1 - h0;
+}
+
+/*
+ * Fails unless @hits vm_normal_page() calls to make @n private exclusive
+ * PTEs writable (@what) show the path of the mode: with the switch on
+ * (@batched), at most one per 4 PTEs (the lookup that finds each batch;
+ * exclusivity is then read from the pages); with it off and on stock,
+ * at least one per PTE (can_change_pte_writable() asks for each).
+ */
+static void assert_lookups(struct __test_metadata *_metadata,
+			   const struct mp_env *env, bool batched,
+			   long long hits, size_t n, const char *what)
+{
+	ksft_print_msg("%s: %lld vm_normal_page() calls for %zu PTEs %s\n",
+		       env->mode, hits, n, what);
+	if (batched) {
+		ASSERT_LE(hits * 4, (long long)n)
+			TH_LOG("%s: more than one lookup per 4 PTEs %s: the PTEs were not batched",
+			       env->mode, what);
+	} else {
+		ASSERT_LE((long long)n, hits)
+			TH_LOG("%s: fewer lookups than PTEs %s: 6.12 looks up every PTE it makes writable",
+			       env->mode, what);
+	}
+}
 
 /*
  * Proves the batch by its mechanism, on both arches: making private
  * exclusive anonymous PTEs writable again (mprotect(PROT_READ), then
  * PROT_READ|PROT_WRITE) asks vm_normal_page() once per PTE on stock 6.12
- * and with the switch off (can_change_pte_writable() per PTE), and once per
- * folio with the switch on (the lookup that finds the batch; exclusivity is
- * then read from the pages).  16 folios of 64 kB, 256 PTEs, half a PMD into
- * a 2 MB region: the calls counted by a kprobe across the second mprotect()
- * must be at most one per 4 PTEs with the switch on, and at least one per
- * PTE with it off and on stock.  Every page must be writable in place
- * afterwards (same PFN: no copy-on-write), with its data.
+ * and with the switch off, and once per folio with the switch on (see
+ * assert_lookups()).  16 folios of 64 kB, 256 PTEs, half a PMD into a 2 MB
+ * region, counted across the second mprotect().  Every page must be
+ * writable in place afterwards (same PFN: no copy-on-write), with its
+ * data.
  */
 TEST_F_TIMEOUT(mech, private_lookups, 120)
 {
 	struct mp_env *env = &self->env;
 	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
-	long long h0, h1;
+	long long hits;
 	uint64_t *pm;
 	size_t i;
 	char *p;
-	int err;
 
-	err = lab_kprobe_add("mp_normal_page", "vm_normal_page");
-	ASSERT_EQ(0, err) TH_LOG("kprobe on vm_normal_page: %s",
-				 strerror(-err));
+	mp_lookups_probe(_metadata);
 	mp_mode(_metadata, env, variant->value > 0);
 
 	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
@@ -363,11 +415,7 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
 	pm = pagemap(_metadata, env, p, n);
 
 	ASSERT_EQ(0, mprotect(p, len, PROT_READ));
-	h0 = lab_kprobe_hits("mp_normal_page");
-	ASSERT_EQ(0, mprotect(p, len, RW));
-	h1 = lab_kprobe_hits("mp_normal_page");
-	ASSERT_LE(0, h0);
-	ASSERT_LE(h0, h1);
+	hits = mp_counted(_metadata, p, len, RW, -1);
 
 	for (i = 0; i < n; i++) {
 		uint64_t pfn;
@@ -382,17 +430,8 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
 	free(pm);
 	munmap(p, len);
 
-	ksft_print_msg("%s: %lld vm_normal_page() calls to make %zu PTEs writable\n",
-		       env->mode, h1 - h0, n);
-	if (variant->value > 0) {
-		ASSERT_LE((h1 - h0) * 4, (long long)n)
-			TH_LOG("%s: more than one lookup per 4 PTEs: the PTEs were not batched",
-			       env->mode);
-	} else {
-		ASSERT_LE((long long)n, h1 - h0)
-			TH_LOG("%s: fewer lookups than PTEs: 6.12 looks up every PTE it makes writable",
-			       env->mode);
-	}
+	assert_lookups(_metadata, env, variant->value > 0, hits, n,
+		       "made writable");
 }
 
 /*
@@ -943,18 +982,21 @@ static size_t pkey_open_pages(char *p, size_t nr, int pkey)
 
 /*
  * Proves the protection key reaches every PTE of a batch: pkey_mprotect()
- * of 4 folios of 64 kB to a new key goes through the batched path; with
- * the key's access then denied, a read of every page must fault with
- * SEGV_PKUERR for that key.  mprotect(PROT_READ) and back keeps the key,
- * through the batch that makes exclusive pages writable in runs, and
- * every page must fault so again.  Fails on a CPU with PKU where
- * pkey_alloc() fails (the lab's x86_64 kernels have protection keys);
- * skips on others.
+ * of 4 folios of 64 kB to a new key; with the key's access then denied, a
+ * read of every page must fault with SEGV_PKUERR for that key.
+ * mprotect(PROT_READ) and back keeps the key, through the batch that
+ * makes exclusive pages writable in runs, and every page must fault so
+ * again.  Both changes make the PTEs writable, and their vm_normal_page()
+ * calls show that the switch on took the batch and the switch off and
+ * stock took 6.12's path (assert_lookups()).  Fails on a CPU with PKU
+ * where pkey_alloc() fails (the lab's x86_64 kernels have protection
+ * keys); skips on others.
  */
 TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 {
 	struct mp_env *env = &self->env;
 	const size_t len = 4 * env->folio, n = len / PSZ;
+	long long hits;
 	size_t open;
 	char *p;
 	int m;
@@ -967,15 +1009,20 @@ TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 		SKIP(return, "pkey_alloc: %s: no protection keys here",
 		     strerror(errno));
 	}
+	mp_lookups_probe(_metadata);
 	for (m = 0; m < env->nr_modes; m++) {
 		p = mp_round(_metadata, env, m, 4, MAP_PRIVATE, 7 + m);
-		ASSERT_EQ(0, pkey_mprotect(p, len, RW, self->pkey));
+		hits = mp_counted(_metadata, p, len, RW, self->pkey);
+		assert_lookups(_metadata, env, env->sw.valid && m, hits, n,
+			       "given a new key");
 		open = pkey_open_pages(p, n, self->pkey);
 		ASSERT_EQ(0UL, open)
 			TH_LOG("%s: %zu of %zu pages not protected by their new key",
 			       env->mode, open, n);
 		ASSERT_EQ(0, mprotect(p, len, PROT_READ));
-		ASSERT_EQ(0, mprotect(p, len, RW));
+		hits = mp_counted(_metadata, p, len, RW, -1);
+		assert_lookups(_metadata, env, env->sw.valid && m, hits, n,
+			       "made writable with their key");
 		open = pkey_open_pages(p, n, self->pkey);
 		ASSERT_EQ(0UL, open)
 			TH_LOG("%s: %zu of %zu pages lost their key when made writable again",
@@ -1170,7 +1217,9 @@ FIXTURE_TEARDOWN(mte)
  *   a read through the wrong tag takes a tag check fault on every page;
  * - mprotect(PROT_READ | PROT_WRITE | PROT_MTE), through the batch that
  *   makes exclusive pages writable in runs: the same, and a write through
- *   the right tag reaches every page;
+ *   the right tag reaches every page; its vm_normal_page() calls show
+ *   that the switch on took the batch and the switch off 6.12's path
+ *   (assert_lookups());
  * - with the switch, mprotect(PROT_READ | PROT_MTE) once more with it at
  *   0: 6.12's per-PTE path sets up the tags of any page that no PTE has
  *   marked tagged, which zeroes them, so every tag must still read back.
@@ -1183,9 +1232,11 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 	struct mp_env *env = &self->env;
 	const size_t len = MTE_FOLIOS * env->folio, n = len / PSZ;
 	size_t i, bad, count;
+	long long hits;
 	char *p;
 	int m;
 
+	mp_lookups_probe(_metadata);
 	for (m = 0; m < env->nr_modes; m++) {
 		p = mp_round(_metadata, env, m, MTE_FOLIOS, MAP_PRIVATE, 11 + m);
 
@@ -1209,9 +1260,11 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 		mte_assert_kept(_metadata, env, p, n,
 				"in mprotect(PROT_READ | PROT_MTE)");
 
-		ASSERT_EQ(0, mprotect(p, len, RW | PROT_MTE));
+		hits = mp_counted(_metadata, p, len, RW | PROT_MTE, -1);
 		mte_assert_kept(_metadata, env, p, n,
 				"when made writable again");
+		assert_lookups(_metadata, env, env->sw.valid && m, hits, n,
+			       "made writable with their tags");
 		count = mte_unwritable(p, n);
 		ASSERT_EQ(0UL, count)
 			TH_LOG("%s: %zu of %zu pages not writable through their tag",
