@@ -120,6 +120,18 @@ def config_current(out, want, stamp=CONFIG_STAMP):
         and path.read_text().strip() == want
 
 
+def stamped_config(out, want, write, stamp=CONFIG_STAMP):
+    """Call write() to make out/.config unless config_current(out, want,
+    @stamp); then stamp the new .config with want.  The old stamp goes
+    first, so that a write cut short cannot leave it over a .config it no
+    longer describes."""
+    if config_current(out, want, stamp):
+        return
+    (out / stamp).unlink(missing_ok=True)
+    write()
+    (out / stamp).write_text(want + "\n")
+
+
 def merge_fragments(base, src, out, frags, env, log):
     """Merge the fragments @frags into out/.config with merge_config.sh and
     run olddefconfig; @base is make_cmd()'s command for the tree @src."""
@@ -133,19 +145,16 @@ def configure(arch_name, variant, flavour, log):
     src = config.source_tree(flavour)
     out = config.build_dir(arch_name, variant, flavour)
     out.mkdir(parents=True, exist_ok=True)
-    stamp = out / CONFIG_STAMP
-    want = config_hash(arch_name, variant, flavour)
-    if config_current(out, want):
-        return out
-    frags = fragments(arch_name, variant, flavour)
-    base = make_cmd(a, src, out, flavour)
-    env = dict(os.environ, **BUILD_ENV)
-    # a configure cut short must not leave the old stamp over a new .config
-    stamp.unlink(missing_ok=True)
-    run(base + ["tinyconfig"], env=env, log=log)
-    merge_fragments(base, src, out, frags, env, log)
-    check_config(out / ".config", frags)
-    stamp.write_text(want + "\n")
+
+    def write():
+        frags = fragments(arch_name, variant, flavour)
+        base = make_cmd(a, src, out, flavour)
+        env = dict(os.environ, **BUILD_ENV)
+        run(base + ["tinyconfig"], env=env, log=log)
+        merge_fragments(base, src, out, frags, env, log)
+        check_config(out / ".config", frags)
+
+    stamped_config(out, config_hash(arch_name, variant, flavour), write)
     return out
 
 

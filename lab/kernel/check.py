@@ -433,12 +433,9 @@ def write_config(v, t, flavour, build_out, log):
 def configure(v, t, flavour, build_out, log):
     """write_config() unless the build directory already has this config."""
     want = hashlib.sha256(config_inputs(v, t, flavour).encode()).hexdigest()
-    if build.config_current(build_out, want, CONFIG_STAMP):
-        return
-    # a write cut short must not leave the old stamp over a new .config
-    (build_out / CONFIG_STAMP).unlink(missing_ok=True)
-    write_config(v, t, flavour, build_out, log)
-    (build_out / CONFIG_STAMP).write_text(want + "\n")
+    build.stamped_config(build_out, want,
+                         lambda: write_config(v, t, flavour, build_out, log),
+                         CONFIG_STAMP)
 
 
 # Kbuild hands single targets on to sub-makes inside one recipe, which
