@@ -363,6 +363,32 @@ int lab_kprobe_add(const char *event, const char *func);
 long long lab_kprobe_hits(const char *event);
 
 /**
+ * lab_kmsg_open_end() - open the kernel log past its last record
+ *
+ * Opens /dev/kmsg read-only and non-blocking and seeks to its end, so that
+ * lab_kmsg_find() reads only the records the kernel logs from then on.
+ *
+ * Return: the file descriptor, or -errno.
+ */
+int lab_kmsg_open_end(void);
+
+/**
+ * lab_kmsg_find() - look for a string in the kernel log records not read yet
+ * @fd: file descriptor from lab_kmsg_open_end()
+ * @needle: string to look for in the text of each record
+ * @line: the text of the first record that has @needle, NUL-terminated and
+ *        cut to @len; left alone when no record has it
+ * @len: size of @line
+ *
+ * Reads every record up to the end of the log, also after a match, so that
+ * the next call starts after them.  Records the kernel overwrote before
+ * they were read are skipped.
+ *
+ * Return: 1 if a record has @needle, 0 if none has, or -errno.
+ */
+int lab_kmsg_find(int fd, const char *needle, char *line, size_t len);
+
+/**
  * lab_map_aligned() - map anonymous memory at an aligned address
  * @len: bytes to map; the VMA is exactly this long
  * @align: power of two the address is placed after

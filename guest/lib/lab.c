@@ -575,6 +575,56 @@ long long lab_kprobe_hits(const char *event)
 	return found;
 }
 
+int lab_kmsg_open_end(void)
+{
+	int fd, err;
+
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (lseek(fd, 0, SEEK_END) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The longest record a read of /dev/kmsg returns (CONSOLE_EXT_LOG_MAX). */
+#define LAB_KMSG_MAX	8192
+
+int lab_kmsg_find(int fd, const char *needle, char *line, size_t len)
+{
+	char rec[LAB_KMSG_MAX + 1], *text, *end;
+	int found = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, rec, LAB_KMSG_MAX);
+		if (n < 0 && errno == EAGAIN)
+			return found;
+		/* EPIPE: records were overwritten; the next read goes on */
+		if (n < 0 && (errno == EPIPE || errno == EINTR))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return found;
+		rec[n] = '\0';
+		/* "prio,seq,usec,flags;text\n", then " KEY=value" lines */
+		text = strchr(rec, ';');
+		text = text ? text + 1 : rec;
+		end = strchr(text, '\n');
+		if (end)
+			*end = '\0';
+		if (!found && strstr(text, needle)) {
+			found = 1;
+			if (len)
+				snprintf(line, len, "%s", text);
+		}
+	}
+}
+
 char *lab_map_aligned(size_t len, size_t align, size_t off, int prot,
 		      int flags)
 {

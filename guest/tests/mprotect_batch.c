@@ -8,16 +8,16 @@
  * The data tests run their checks with /sys/kernel/mm/foliobatch/
  * mprotect_batch at 0 and at 1 when the switch exists (LAB_FLAVOUR=patched
  * requires it), and once on a kernel without it (stock).  The mechanism
- * tests (fixture mech) run as variants "on", "off" (patched) and "stock",
- * and count kernel calls with kprobes.  The switch and the THP settings are
- * restored in the teardown.
+ * tests (fixtures mech and bbm) run as variants "on", "off" (patched) and
+ * "stock", and count kernel calls with kprobes.  The switch and the THP
+ * settings are restored in the teardown.
  *
  * Folio sizes are forced with the mTHP knobs (anonymous "enabled", and
  * "shmem_enabled" for MAP_SHARED anonymous memory), and every test checks in
  * /proc/kpageflags that it got folios of that size before it changes them.
  *
  * Needs root (pagemap PFNs, /proc/kpageflags, clear_refs, THP knobs,
- * kprobes in tracefs) and 4 KiB pages.
+ * kprobes in tracefs, /dev/kmsg) and 4 KiB pages.
  */
 #ifdef __x86_64__
 #include <cpuid.h>
@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -288,38 +289,56 @@ static int probe(char *p, size_t page, bool write)
 	return sig;
 }
 
+/*
+ * MP_KERNEL_VARIANTS(fixture) - the variants of a mechanism fixture: "on"
+ * and "off" (the switch at 1 and at 0, on the patched kernel) and "stock"
+ * (the stock kernel).  Its setup calls mp_kernel_setup().
+ */
+#define MP_KERNEL_VARIANTS(fixture)					\
+FIXTURE_VARIANT(fixture) {						\
+	/* LAB_FLAVOUR this variant runs on. */				\
+	const char *flavour;						\
+	/* Value written to the switch; -1 on stock, which has none. */	\
+	int value;							\
+};									\
+									\
+FIXTURE_VARIANT_ADD(fixture, on) {					\
+	.flavour = "patched",						\
+	.value = 1,							\
+};									\
+									\
+FIXTURE_VARIANT_ADD(fixture, off) {					\
+	.flavour = "patched",						\
+	.value = 0,							\
+};									\
+									\
+FIXTURE_VARIANT_ADD(fixture, stock) {					\
+	.flavour = "stock",						\
+	.value = -1,							\
+}
+
+/*
+ * The setup of a fixture of MP_KERNEL_VARIANTS(): skips the variants for
+ * the other kernel (@flavour is the variant's), then mp_setup() for 64 kB
+ * folios.
+ */
+static void mp_kernel_setup(struct __test_metadata *_metadata,
+			    struct mp_env *env, const char *flavour)
+{
+	mp_env_init(env);
+	LAB_REQUIRE_FLAVOUR(flavour, "variant for the %s kernel", flavour);
+	mp_setup(_metadata, env, 64);
+}
+
 FIXTURE(mech) {
 	struct mp_env env;
 };
 
-FIXTURE_VARIANT(mech) {
-	/* LAB_FLAVOUR this variant runs on. */
-	const char *flavour;
-	/* Value written to the switch; -1 on stock, which has none. */
-	int value;
-};
-
-FIXTURE_VARIANT_ADD(mech, on) {
-	.flavour = "patched",
-	.value = 1,
-};
-
-FIXTURE_VARIANT_ADD(mech, off) {
-	.flavour = "patched",
-	.value = 0,
-};
-
-FIXTURE_VARIANT_ADD(mech, stock) {
-	.flavour = "stock",
-	.value = -1,
-};
+MP_KERNEL_VARIANTS(mech);
 
 FIXTURE_SETUP(mech)
 {
-	mp_env_init(&self->env);
-	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
-			    variant->flavour);
-	mp_setup(_metadata, &self->env, 64);
+	mp_kernel_setup(_metadata, &self->env, variant->flavour);
 }
 
 FIXTURE_TEARDOWN(mech)
@@ -492,6 +511,239 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 			TH_LOG("%s: fewer unfolds than folio changes: 6.12 unfolds every block it changes",
 			       env->mode);
 	}
+}
+
+FIXTURE(bbm) {
+	struct mp_env env;
+	/* /dev/kmsg, open from before the protection changes, or -1. */
+	int kmsg;
+};
+
+MP_KERNEL_VARIANTS(bbm);
+
+FIXTURE_SETUP(bbm)
+{
+	self->kmsg = -1;
+	mp_kernel_setup(_metadata, &self->env, variant->flavour);
+}
+
+FIXTURE_TEARDOWN(bbm)
+{
+	if (self->kmsg >= 0)
+		close(self->kmsg);
+	mp_teardown(_metadata, &self->env);
+}
+
+#define BBM_FOLD	"mp_fold"
+#define BBM_STEPS	3
+#define BBM_WAIT_NS	(60 * 1000000000LL)
+
+/* What the protection changes of halves_then_whole do, step by step. */
+static const char *const bbm_step_what[BBM_STEPS] = {
+	"the first half of each folio made read-only",
+	"the second half of each folio made read-only",
+	"the whole region made read-write",
+};
+
+/*
+ * A thread that reads @nr pages at @p on CPU 1 while the test changes
+ * their protection on CPU 0; see bbm_reader_main().  The test sets @stop;
+ * the thread counts its whole @passes and keeps the first word it read
+ * off the pattern of region @tag: page @bad (@nr if none), word
+ * @bad_word, read as @bad_val.
+ */
+struct bbm_reader {
+	const char *p;
+	size_t nr;
+	unsigned int tag;
+	int stop;
+	unsigned long passes;
+	size_t bad;
+	size_t bad_word;
+	uint64_t bad_val;
+};
+
+/*
+ * Reads one word of every page, pass after pass, until told to stop: word
+ * w of each page in pass w (modulo the words of a page), so that the
+ * passes go over the whole of each page.  Must not use ASSERT.
+ */
+static void *bbm_reader_main(void *arg)
+{
+	struct bbm_reader *r = arg;
+	unsigned long passes = 0;
+	size_t i, w;
+	uint64_t v;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		w = passes % WORDS;
+		for (i = 0; i < r->nr; i++) {
+			v = ((volatile const uint64_t *)(r->p + i * PSZ))[w];
+			if (v != lab_pat(r->tag, i, w) && r->bad == r->nr) {
+				r->bad = i;
+				r->bad_word = w;
+				r->bad_val = v;
+			}
+		}
+		__atomic_store_n(&r->passes, ++passes, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * Waits until the reader has read every page once more: two passes, since
+ * the one under way may have read some pages before the call.  Returns 0,
+ * or -ETIMEDOUT after BBM_WAIT_NS.
+ */
+static int bbm_wait_pass(struct bbm_reader *r)
+{
+	unsigned long want = __atomic_load_n(&r->passes, __ATOMIC_ACQUIRE) + 2;
+	long long t0 = lab_now_ns();
+
+	while (__atomic_load_n(&r->passes, __ATOMIC_ACQUIRE) < want) {
+		if (lab_now_ns() - t0 > BBM_WAIT_NS)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * Step @step of halves_then_whole (bbm_step_what[]) over @nr folios of
+ * @folio bytes at @p.  Returns 0 or -errno.
+ */
+static int bbm_step(char *p, size_t nr, size_t folio, int step)
+{
+	size_t f;
+
+	if (step == BBM_STEPS - 1)
+		return mprotect(p, nr * folio, RW) ? -errno : 0;
+	for (f = 0; f < nr; f++)
+		if (mprotect(p + f * folio + step * folio / 2, folio / 2,
+			     PROT_READ))
+			return -errno;
+	return 0;
+}
+
+/*
+ * Proves, on arm64, that a 64 kB block which an earlier partial mprotect()
+ * unfolded is folded again only through __contpte_try_fold(), whose
+ * contpte_convert() breaks before make (clears every entry of the block
+ * and flushes it from the TLBs, then writes the contiguous ones), as
+ * 6.12's per-PTE path does; never by writing contiguous entries straight
+ * over entries that other CPUs may still cache.  16 private folios of
+ * 64 kB, half a PMD into a 2 MB region.  A thread on CPU 1 reads one word
+ * of every page, pass after pass, and checks it, while CPU 0 makes the
+ * first half of each folio read-only (which unfolds its block), then the
+ * second half (the block's entries agree again: at least one
+ * __contpte_try_fold() per block, counted with a kprobe across that step),
+ * then the whole region read-write again; the reader goes over every page
+ * after each step and must read every word right.  Every page must then
+ * be writable, with the data written.  On the arm64 debug kernels
+ * (CONFIG_DEBUG_VM), the kernel's break-before-make check must stay
+ * silent: no /dev/kmsg record logged from before the first change to after
+ * the last says "break-before-make".  x86_64 has no contiguous PTEs;
+ * there the test skips.  Needs two CPUs, as the lab boots.
+ */
+TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
+{
+	struct mp_env *env = &self->env;
+	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
+	long long before[BBM_STEPS] = { 0 }, after[BBM_STEPS] = { 0 };
+	struct bbm_reader rd = { 0 };
+	pthread_attr_t attr;
+	char line[512];
+	struct utsname u;
+	cpu_set_t cpus;
+	int err, s;
+	long online;
+	pthread_t thr;
+	char *p;
+
+	ASSERT_EQ(0, uname(&u));
+	if (strcmp(u.machine, "aarch64"))
+		SKIP(return, "%s has no contiguous PTEs: nothing to fold",
+		     u.machine);
+	online = sysconf(_SC_NPROCESSORS_ONLN);
+	ASSERT_LE(2, online)
+		TH_LOG("%ld CPU online: the reader needs a second one (the lab boots 2 vCPUs)",
+		       online);
+	err = lab_kprobe_add(BBM_FOLD, "__contpte_try_fold");
+	ASSERT_EQ(0, err) TH_LOG("kprobe on __contpte_try_fold: %s",
+				 strerror(-err));
+	mp_mode(_metadata, env, variant->value > 0);
+
+	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
+	ASSERT_NE(NULL, p);
+	fill(p, n, 1);
+	assert_folios(_metadata, env, p, MECH_FOLIOS);
+
+	self->kmsg = lab_kmsg_open_end();
+	ASSERT_LE(0, self->kmsg) TH_LOG("/dev/kmsg: %s",
+					strerror(-self->kmsg));
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpus), &cpus))
+		TH_LOG("pinning the test to CPU 0: %s", strerror(errno));
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	ASSERT_EQ(0, pthread_attr_init(&attr));
+	err = pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	ASSERT_EQ(0, err) TH_LOG("the reader's CPU: %s", strerror(err));
+	rd.p = p;
+	rd.nr = n;
+	rd.tag = 1;
+	rd.bad = n;
+	err = pthread_create(&thr, &attr, bbm_reader_main, &rd);
+	pthread_attr_destroy(&attr);
+	ASSERT_EQ(0, err) TH_LOG("the reader on CPU 1: %s", strerror(err));
+
+	/*
+	 * No ASSERT until the reader is joined.  It goes over the pages once
+	 * first, so that CPU 1 holds the blocks whole in its TLB.
+	 */
+	err = bbm_wait_pass(&rd);
+	for (s = 0; s < BBM_STEPS && !err; s++) {
+		before[s] = lab_kprobe_hits(BBM_FOLD);
+		err = bbm_step(p, MECH_FOLIOS, env->folio, s);
+		after[s] = lab_kprobe_hits(BBM_FOLD);
+		if (!err)
+			err = bbm_wait_pass(&rd);
+	}
+	__atomic_store_n(&rd.stop, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, pthread_join(thr, NULL));
+
+	ASSERT_EQ(0, err)
+		TH_LOG("%s: %s: %s", env->mode,
+		       s ? bbm_step_what[s - 1] : "before the first change",
+		       err == -ETIMEDOUT ?
+		       "the reader did not go over the pages in 60 s" :
+		       strerror(-err));
+	ASSERT_EQ(n, rd.bad)
+		TH_LOG("%s: the reader on CPU 1 read %#llx in word %zu of page %zu: not the data",
+		       env->mode, (unsigned long long)rd.bad_val, rd.bad_word,
+		       rd.bad);
+	ASSERT_LE(4UL, rd.passes);
+	fill(p, n, 2);
+	ASSERT_EQ(n, first_bad(p, n, 2));
+	munmap(p, len);
+
+	err = lab_kmsg_find(self->kmsg, "break-before-make", line,
+			    sizeof(line));
+	ASSERT_LE(0, err) TH_LOG("/dev/kmsg: %s", strerror(-err));
+	ASSERT_EQ(0, err) TH_LOG("%s: the kernel logged: %s", env->mode, line);
+
+	for (s = 0; s < BBM_STEPS; s++) {
+		ASSERT_LE(0, before[s]);
+		ASSERT_LE(before[s], after[s]);
+	}
+	ksft_print_msg("%s: %lld, %lld and %lld __contpte_try_fold() calls for %d blocks: %s, %s, %s\n",
+		       env->mode, after[0] - before[0], after[1] - before[1],
+		       after[2] - before[2], MECH_FOLIOS, bbm_step_what[0],
+		       bbm_step_what[1], bbm_step_what[2]);
+	ASSERT_LE((long long)MECH_FOLIOS, after[1] - before[1])
+		TH_LOG("%s: %lld __contpte_try_fold() calls for %d blocks whose second half was made read-only: a block unfolded by a partial mprotect() must be folded through __contpte_try_fold(), as 6.12 does",
+		       env->mode, after[1] - before[1], MECH_FOLIOS);
 }
 
 FIXTURE(wprot) {

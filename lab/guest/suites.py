@@ -47,8 +47,11 @@ SHORT_VARIANT = "nosplit"
 
 # What the nosplit boot runs: the own tests where a PTE page vanishes under
 # code that holds or compares its lock with the PMD lock, and the own tests
-# that need the debug config's NUMA balancing, or arm64's MTE
-# (configs/arm64-debug.config, booted with mte=on) (program -> test names), and
+# that need the debug config's NUMA balancing, arm64's MTE
+# (configs/arm64-debug.config, booted with mte=on) or the debug config's
+# CONFIG_DEBUG_VM checks on arm64 (the break-before-make check of contpte
+# blocks) (program -> test names as -t takes them: the test's own name,
+# without fixture or variant, which runs all its variants), and
 # the upstream programs that collapse and move page tables
 # (program -> the word its cases must have in their names, or None for the
 # whole program): khugepaged, and uffd-unit-tests' UFFDIO_MOVE cases, whose
@@ -56,7 +59,8 @@ SHORT_VARIANT = "nosplit"
 # on this KASAN kernel under TCG).
 NOSPLIT_TESTS = {"pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp",
                                 "collapse_race", "collapse_uffd_race"),
-                 "mprotect_batch": ("numa_hinting", "tags_on_every_pte")}
+                 "mprotect_batch": ("numa_hinting", "tags_on_every_pte",
+                                    "halves_then_whole")}
 NOSPLIT_UPSTREAM = {"khugepaged": None, "uffd-unit-tests": "move"}
 
 # arm64 CPUs without FEAT_TLBIRANGE (Cortex-A72, Neoverse-N1) flush a range
