@@ -542,13 +542,14 @@ KNOWN_FALSE = {
         "copy_pte_range(), move_pages_pte(), ...)",
     "sparse: mm/mprotect.c: warning: context imbalance in 'mprotect_starts_large' "
     "- unexpected unlock":
-        "the same false report: pte_offset_map() takes the RCU read lock out of "
-        "sparse's sight and pte_unmap() releases it (patch 0034's look at a page "
-        "table without its lock)",
+        "the same false report as stock 6.12's for change_pte_range(): "
+        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight and "
+        "pte_unmap_unlock() releases it (mprotect_batch's look at the first "
+        "present PTE of a page table, under its lock)",
     "sparse: mm/mprotect.c: warning: context imbalance in 'change_pte_range_batched' "
     "- unexpected unlock":
-        "the same false report for the batched copy of change_pte_range() (patch "
-        "0034), which stock 6.12 gets for change_pte_range() itself: "
+        "the same false report for the batched copy of change_pte_range() "
+        "(mprotect_batch), which stock 6.12 gets for change_pte_range() itself: "
         "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
     "sparse: arch/x86/include/asm/paravirt.h: warning: context imbalance in "
     "'change_pte_range_batched' - unexpected unlock":
