@@ -113,7 +113,7 @@ def test_the_nosplit_variant_is_the_debug_kernel_without_split_pte_locks():
     plan = suites.race_plan(suites.NOSPLIT_TESTS, "nosplit", suites.NOSPLIT_UPSTREAM)
     assert "-t collapse_uffd_race" in plan
     assert ("lab_run mprotect_batch 2400 /lab/tests/mprotect_batch -t numa_hinting"
-            " -t tags_on_every_pte -t halves_then_whole\n") in plan
+            " -t tags_on_every_pte -t halves_then_whole -t half_back_then_whole\n") in plan
     assert "lab_run khugepaged 4800 /lab/selftests/mm/khugepaged" in plan
     assert "lab_run_cases uffd-unit-tests 300 /lab/selftests/mm/uffd-unit-tests move\n" in plan
 

@@ -535,14 +535,17 @@ FIXTURE_TEARDOWN(bbm)
 }
 
 #define BBM_FOLD	"mp_fold"
-#define BBM_STEPS	3
+#define BBM_MAX_STEPS	4
 #define BBM_WAIT_NS	(60 * 1000000000LL)
 
-/* What the protection changes of halves_then_whole do, step by step. */
-static const char *const bbm_step_what[BBM_STEPS] = {
-	"the first half of each folio made read-only",
-	"the second half of each folio made read-only",
-	"the whole region made read-write",
+/*
+ * One protection change of a bbm test: @prot over half @half (0 or 1) of
+ * every folio, or over the whole region if @half is -1.
+ */
+struct bbm_change {
+	const char *what;
+	int half;
+	int prot;
 };
 
 /*
@@ -608,48 +611,43 @@ static int bbm_wait_pass(struct bbm_reader *r)
 	return 0;
 }
 
-/*
- * Step @step of halves_then_whole (bbm_step_what[]) over @nr folios of
- * @folio bytes at @p.  Returns 0 or -errno.
- */
-static int bbm_step(char *p, size_t nr, size_t folio, int step)
+/* Makes change @c over @nr folios of @folio bytes at @p.  0 or -errno. */
+static int bbm_step(char *p, size_t nr, size_t folio,
+		    const struct bbm_change *c)
 {
 	size_t f;
 
-	if (step == BBM_STEPS - 1)
-		return mprotect(p, nr * folio, RW) ? -errno : 0;
+	if (c->half < 0)
+		return mprotect(p, nr * folio, c->prot) ? -errno : 0;
 	for (f = 0; f < nr; f++)
-		if (mprotect(p + f * folio + step * folio / 2, folio / 2,
-			     PROT_READ))
+		if (mprotect(p + f * folio + c->half * folio / 2, folio / 2,
+			     c->prot))
 			return -errno;
 	return 0;
 }
 
 /*
- * Proves, on arm64, that a 64 kB block which an earlier partial mprotect()
- * unfolded is folded again only through __contpte_try_fold(), whose
- * contpte_convert() breaks before make (clears every entry of the block
- * and flushes it from the TLBs, then writes the contiguous ones), as
- * 6.12's per-PTE path does; never by writing contiguous entries straight
- * over entries that other CPUs may still cache.  16 private folios of
- * 64 kB, half a PMD into a 2 MB region.  A thread on CPU 1 reads one word
- * of every page, pass after pass, and checks it, while CPU 0 makes the
- * first half of each folio read-only (which unfolds its block), then the
- * second half (the block's entries agree again: at least one
- * __contpte_try_fold() per block, counted with a kprobe across that step),
- * then the whole region read-write again; the reader goes over every page
- * after each step and must read every word right.  Every page must then
- * be writable, with the data written.  On the arm64 debug kernels
- * (CONFIG_DEBUG_VM), the kernel's break-before-make check must stay
- * silent: no /dev/kmsg record logged from before the first change to after
- * the last says "break-before-make".  x86_64 has no contiguous PTEs;
- * there the test skips.  Needs two CPUs, as the lab boots.
+ * The body of the bbm tests: 16 private folios of 64 kB, half a PMD into
+ * a 2 MB region, go through the @n changes of @steps while a thread on
+ * CPU 1 reads one word of every page, pass after pass, and checks it; the
+ * reader goes over every page after each change and must read every word
+ * right.  Every page must then be writable, with the data written.  No
+ * /dev/kmsg record logged from before the first change to after the last
+ * may say "break-before-make" (the check of the arm64 debug kernels,
+ * CONFIG_DEBUG_VM).  Change @fold must call __contpte_try_fold() at least
+ * once per block (kprobe), as 6.12's per-PTE path does when it writes the
+ * last entry of a block whose entries agree again: the block was unfolded
+ * before, and must be folded through contpte_convert(), which breaks
+ * before make.  x86_64 has no contiguous PTEs; there the tests skip.  Needs
+ * two CPUs, as the lab boots.
  */
-TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
+static void bbm_run(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(bbm) *self, int value,
+		    const struct bbm_change *steps, int n, int fold)
 {
 	struct mp_env *env = &self->env;
-	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
-	long long before[BBM_STEPS] = { 0 }, after[BBM_STEPS] = { 0 };
+	const size_t len = MECH_FOLIOS * env->folio, nr = len / PSZ;
+	long long before[BBM_MAX_STEPS] = { 0 }, after[BBM_MAX_STEPS] = { 0 };
 	struct bbm_reader rd = { 0 };
 	pthread_attr_t attr;
 	char line[512];
@@ -660,6 +658,7 @@ TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
 	pthread_t thr;
 	char *p;
 
+	ASSERT_GE(BBM_MAX_STEPS, n);
 	ASSERT_EQ(0, uname(&u));
 	if (strcmp(u.machine, "aarch64"))
 		SKIP(return, "%s has no contiguous PTEs: nothing to fold",
@@ -671,11 +670,11 @@ TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
 	err = lab_kprobe_add(BBM_FOLD, "__contpte_try_fold");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on __contpte_try_fold: %s",
 				 strerror(-err));
-	mp_mode(_metadata, env, variant->value > 0);
+	mp_mode(_metadata, env, value > 0);
 
 	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
 	ASSERT_NE(NULL, p);
-	fill(p, n, 1);
+	fill(p, nr, 1);
 	assert_folios(_metadata, env, p, MECH_FOLIOS);
 
 	self->kmsg = lab_kmsg_open_end();
@@ -691,9 +690,9 @@ TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
 	err = pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
 	ASSERT_EQ(0, err) TH_LOG("the reader's CPU: %s", strerror(err));
 	rd.p = p;
-	rd.nr = n;
+	rd.nr = nr;
 	rd.tag = 1;
-	rd.bad = n;
+	rd.bad = nr;
 	err = pthread_create(&thr, &attr, bbm_reader_main, &rd);
 	pthread_attr_destroy(&attr);
 	ASSERT_EQ(0, err) TH_LOG("the reader on CPU 1: %s", strerror(err));
@@ -703,9 +702,9 @@ TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
 	 * first, so that CPU 1 holds the blocks whole in its TLB.
 	 */
 	err = bbm_wait_pass(&rd);
-	for (s = 0; s < BBM_STEPS && !err; s++) {
+	for (s = 0; s < n && !err; s++) {
 		before[s] = lab_kprobe_hits(BBM_FOLD);
-		err = bbm_step(p, MECH_FOLIOS, env->folio, s);
+		err = bbm_step(p, MECH_FOLIOS, env->folio, &steps[s]);
 		after[s] = lab_kprobe_hits(BBM_FOLD);
 		if (!err)
 			err = bbm_wait_pass(&rd);
@@ -715,17 +714,17 @@ TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
 
 	ASSERT_EQ(0, err)
 		TH_LOG("%s: %s: %s", env->mode,
-		       s ? bbm_step_what[s - 1] : "before the first change",
+		       s ? steps[s - 1].what : "before the first change",
 		       err == -ETIMEDOUT ?
 		       "the reader did not go over the pages in 60 s" :
 		       strerror(-err));
-	ASSERT_EQ(n, rd.bad)
+	ASSERT_EQ(nr, rd.bad)
 		TH_LOG("%s: the reader on CPU 1 read %#llx in word %zu of page %zu: not the data",
 		       env->mode, (unsigned long long)rd.bad_val, rd.bad_word,
 		       rd.bad);
 	ASSERT_LE(4UL, rd.passes);
-	fill(p, n, 2);
-	ASSERT_EQ(n, first_bad(p, n, 2));
+	fill(p, nr, 2);
+	ASSERT_EQ(nr, first_bad(p, nr, 2));
 	munmap(p, len);
 
 	err = lab_kmsg_find(self->kmsg, "break-before-make", line,
@@ -733,17 +732,59 @@ TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
 	ASSERT_LE(0, err) TH_LOG("/dev/kmsg: %s", strerror(-err));
 	ASSERT_EQ(0, err) TH_LOG("%s: the kernel logged: %s", env->mode, line);
 
-	for (s = 0; s < BBM_STEPS; s++) {
+	for (s = 0; s < n; s++) {
 		ASSERT_LE(0, before[s]);
 		ASSERT_LE(before[s], after[s]);
+		ksft_print_msg("%s: %lld __contpte_try_fold() calls for %d blocks: %s\n",
+			       env->mode, after[s] - before[s], MECH_FOLIOS,
+			       steps[s].what);
 	}
-	ksft_print_msg("%s: %lld, %lld and %lld __contpte_try_fold() calls for %d blocks: %s, %s, %s\n",
-		       env->mode, after[0] - before[0], after[1] - before[1],
-		       after[2] - before[2], MECH_FOLIOS, bbm_step_what[0],
-		       bbm_step_what[1], bbm_step_what[2]);
-	ASSERT_LE((long long)MECH_FOLIOS, after[1] - before[1])
-		TH_LOG("%s: %lld __contpte_try_fold() calls for %d blocks whose second half was made read-only: a block unfolded by a partial mprotect() must be folded through __contpte_try_fold(), as 6.12 does",
-		       env->mode, after[1] - before[1], MECH_FOLIOS);
+	ASSERT_LE((long long)MECH_FOLIOS, after[fold] - before[fold])
+		TH_LOG("%s: %lld __contpte_try_fold() calls for %d blocks: %s: a block unfolded before must be folded through __contpte_try_fold(), as 6.12 does",
+		       env->mode, after[fold] - before[fold], MECH_FOLIOS,
+		       steps[fold].what);
+}
+
+/*
+ * Proves, on arm64, that a 64 kB block which an earlier partial mprotect()
+ * unfolded is folded again only through __contpte_try_fold() when a later
+ * partial change makes its entries agree again, never by writing contiguous
+ * entries straight over entries that other CPUs may still cache: the first
+ * half of each folio made read-only (which unfolds its block), then the
+ * second half (at least one fold per block in this change), then the whole
+ * region read-write again.  See bbm_run() for the reader, the data and the
+ * kernel log check.
+ */
+TEST_F_TIMEOUT(bbm, halves_then_whole, 300)
+{
+	static const struct bbm_change steps[] = {
+		{ "the first half of each folio made read-only", 0, PROT_READ },
+		{ "the second half of each folio made read-only", 1, PROT_READ },
+		{ "the whole region made read-write", -1, RW },
+	};
+
+	bbm_run(_metadata, self, variant->value, steps, 3, 1);
+}
+
+/*
+ * Proves the same for a change of whole blocks: a block whose first half
+ * was made read-only and then read-write again stays unfolded (6.12 folds
+ * only when it writes the last entry of a block), and when the whole
+ * region is then made read-only, each such block, written whole, must be
+ * folded through __contpte_try_fold() (at least one fold per block in that
+ * change), not written contiguous over the single entries.  Then the whole
+ * region is made read-write again.  See bbm_run().
+ */
+TEST_F_TIMEOUT(bbm, half_back_then_whole, 300)
+{
+	static const struct bbm_change steps[] = {
+		{ "the first half of each folio made read-only", 0, PROT_READ },
+		{ "the first half of each folio made read-write again", 0, RW },
+		{ "the whole region made read-only", -1, PROT_READ },
+		{ "the whole region made read-write", -1, RW },
+	};
+
+	bbm_run(_metadata, self, variant->value, steps, 4, 2);
 }
 
 FIXTURE(wprot) {

@@ -60,7 +60,8 @@ SHORT_VARIANT = "nosplit"
 NOSPLIT_TESTS = {"pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp",
                                 "collapse_race", "collapse_uffd_race"),
                  "mprotect_batch": ("numa_hinting", "tags_on_every_pte",
-                                    "halves_then_whole")}
+                                    "halves_then_whole",
+                                    "half_back_then_whole")}
 NOSPLIT_UPSTREAM = {"khugepaged": None, "uffd-unit-tests": "move"}
 
 # arm64 CPUs without FEAT_TLBIRANGE (Cortex-A72, Neoverse-N1) flush a range
