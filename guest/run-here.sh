@@ -122,7 +122,7 @@ fi
 : > "$LOG"
 : > "$SAVED"
 save "$FB"/* "$THP/enabled" "$THP"/hugepages-*/enabled \
-	"$ROOT/sys/kernel/mm/lru_gen/enabled"
+	"$THP"/hugepages-*/shmem_enabled "$ROOT/sys/kernel/mm/lru_gen/enabled"
 trap restore EXIT
 trap 'echo "run-here: interrupted" >&2; exit 130' INT
 trap 'echo "run-here: terminated" >&2; exit 143' TERM

@@ -203,6 +203,31 @@ MPROTECT_CALLS = ("mprotect() calls alone (ns, instruction-time)", "metrics",
                   "mprotect_ns", False)
 
 
+# The mprotect() workloads where batching is refused or partial: calls of
+# the page-table look (mprotect_starts_large(): which copy of
+# change_pte_range() a page table gets) and of the batched copy, both
+# arches (both noinline in mm/mprotect.c); on arm64 also the batches
+# (modify_prot_start_ptes()) and the single-PTE changes
+# (ptep_modify_prot_start()), which x86 has inline.  Stock 6.12 has none
+# of them but ptep_modify_prot_start(): its rows read n/a there.
+MPROTECT_MECHANISMS = [
+    Mechanism("page tables looked at: mprotect_starts_large() calls",
+              "mprotect_starts_large", ("x86_64", "arm64")),
+    Mechanism("page tables changed by the batched copy: change_pte_range_batched() "
+              "calls", "change_pte_range_batched", ("x86_64", "arm64")),
+    Mechanism("batches: modify_prot_start_ptes() calls", "modify_prot_start_ptes",
+              ("arm64",)),
+    Mechanism("single-PTE changes: ptep_modify_prot_start() calls",
+              "ptep_modify_prot_start", ("arm64",))]
+# midfolio's calls start and end inside a contiguous block, which must be
+# unfolded whatever the batching: no limit of 0 for its unfolds and folds
+MIDFOLIO_FOLDS = [Mechanism(m.label, m.function, m.arches) for m in (UNFOLD, FOLD)]
+# the per-size shmem knob of 64 KB folios: MAP_SHARED anonymous memory
+# (mprotect-filedirty) sets it, and mprotect-4k-shared, whose shmem is of 4 KB
+# folios, puts it back, since no setup of a boot undoes another's
+SHMEM_64K = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/shmem_enabled"
+
+
 def _mprotect(name, what, setup, kind, seed, metrics=(), mechanisms=(),
               seed_ratio=None):
     """A workload of the mprotect program (guest/bench/mprotect.c): 256 MB
@@ -265,13 +290,33 @@ WORKLOADS = [
               "no regression (upstream: arm64 +10%, x86 +1%)"),
     _mprotect("mprotect-4k-shared", "mprotect() of 4 KB dirty MAP_SHARED anonymous "
               "memory (the shared-dirty report against 6.12)",
-              "lab_thp_only none", "shared",
+              f"lab_thp_only none; lab_sysfs {SHMEM_64K} never", "shared",
               "no regression (upstream 6.19: +67% against 6.12 in QEMU)"),
     _mprotect("mprotect-pte2m", "mprotect() of 2 MB THP mapped by PTEs",
               "lab_thp_only 2048kB", "pte2m",
               "arm64 M3: 2.1 s -> 0.65 s (-69%); x86: 3.75 s -> 3.7 s",
               [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")],
               [UNFOLD, FOLD], {"arm64": 0.65 / 2.1}),
+    _mprotect("mprotect-mixed", "mprotect() of 64 KB folios alternating with 16 small "
+              "folios in every 2 MB: two lookups that find no batch stop the lookups "
+              "for the page table (on arm64 until the next contiguous block)",
+              "lab_thp_only 64kB", "mixed",
+              "within 1% (batching refused after small folios)",
+              [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+              MPROTECT_MECHANISMS + [UNFOLD, FOLD]),
+    _mprotect("mprotect-midfolio", "mprotect() of 64 KB folios in calls of 2 MB that "
+              "start and end in the middle of a folio",
+              "lab_thp_only 64kB", "midfolio",
+              "within 1% (batching partial at the calls' ends)",
+              [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+              MPROTECT_MECHANISMS + MIDFOLIO_FOLDS),
+    _mprotect("mprotect-filedirty", "mprotect() of MAP_SHARED shmem in 64 KB folios, "
+              "the first half of each dirty and the second clean: batches stop at the "
+              "dirty/clean boundary",
+              f"lab_thp_only none; lab_sysfs {SHMEM_64K} always", "filedirty",
+              "within 1% (batches split at the dirty/clean boundary)",
+              [("64 KB shmem folios allocated", "mthp", "64kB/shmem_alloc")],
+              MPROTECT_MECHANISMS + [UNFOLD, FOLD]),
     Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
              _onoff("mremap_batch"), "lab_thp_only none",
              ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
