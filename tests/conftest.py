@@ -1,7 +1,7 @@
 """Fixtures every host test gets."""
 import pytest
 
-from lab.core import util
+from lab.core import config, util
 from lab.outputs import report
 
 
@@ -23,3 +23,16 @@ def lab_may_start_children():
     one."""
     yield
     util._stopping.clear()
+
+
+@pytest.fixture(autouse=True)
+def work_in_tmp(tmp_path_factory, monkeypatch):
+    """Every host test gets a work directory of its own under pytest's
+    temporary directory, in the lab's config and in the environment its
+    child processes read: results, logs and stamps a test writes never
+    land in the real work/ (a fake test-*.json there would read as a run
+    of 'lab test')."""
+    work = tmp_path_factory.mktemp("work")
+    monkeypatch.setattr(config, "WORK", work)
+    monkeypatch.setenv("FOLIOBATCH_WORK", str(work))
+    return work

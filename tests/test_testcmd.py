@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from lab.commands import test as testcmd
-from lab.core import deps
+from lab.core import config, deps
 from lab.core.tally import Tally
 from lab.core.util import LabError
 from lab.guest import suites
@@ -119,3 +119,18 @@ def test_cpu_features_fail_on_a_console_without_feature_lines():
                          FakeBoot("Booting Linux on physical CPU 0x0\n"),
                          unwanted=suites.CPU_FEATURES["arm64"][:1])
     assert tally.count("fail") == 1
+
+
+def test_a_host_test_saves_results_under_its_temporary_work_only(quiet):
+    """The conftest fixture work_in_tmp: a tally saved by a host test (as
+    'lab test' saves its rows) lands in the test's own work directory,
+    never in the real work/results, where it would read as a run."""
+    real = config.REPO / "work" / "results"
+    before = set(real.glob("test-*.json")) if real.exists() else set()
+    tally = Tally()
+    tally.add("pass", "x86_64/x")
+    out = tally.save("test")
+    after = set(real.glob("test-*.json")) if real.exists() else set()
+    assert after == before
+    assert out.parent == config.WORK / "results"
+    assert config.REPO not in out.parents
