@@ -136,12 +136,50 @@ def test_program_results_reads_each_programs_own_line():
 # 4. the guest's own set-up
 
 class Boot:
-    def __init__(self, text, ready=True, exit_code=0, timed_out=False):
+    def __init__(self, text, ready=True, exit_code=0, timed_out=False, plan=""):
         self._text, self.ready, self.exit_code, self.timed_out = text, ready, exit_code, timed_out
         self.console = "console.log"
+        self.plan = plan
 
     def text(self):
         return self._text
+
+
+PLAN = ("lab_plan 3\n"
+        "lab_run mremap_batch 600 /lab/tests/mremap_batch\n"
+        "lab_run reclaim_tlb 600 /lab/tests/reclaim_tlb\n"
+        "lab_no_aslr lab_run khugepaged 600 /lab/selftests/mm/khugepaged\n")
+
+
+def test_a_plan_shell_that_dies_before_its_programs_fails_the_boot():
+    """The plan shell killed (SIGSEGV, the OOM killer) after its first
+    program: init prints LAB-EXIT: 139, and the two programs that never
+    started leave no result line to fail on."""
+    text = ("LAB-READY: 6.12\nKTAP version 1\n1..3\n"
+            "# lab: start mremap_batch: /lab/tests/mremap_batch\n"
+            "    ok 1 mremap_batch.moves\nok 1 mremap_batch\nLAB-EXIT: 139\n")
+    probs = boot_problems(Boot(text, exit_code=139, plan=PLAN))
+    details = " ".join(d for _, d in probs)
+    assert [w for w, _ in probs] == ["completed", "completed"]
+    assert "LAB-EXIT: 139" in details
+    assert "reclaim_tlb, khugepaged" in details
+
+
+def test_a_nonzero_lab_exit_alone_fails_the_boot():
+    text = ("LAB-READY: 6.12\n# lab: start mremap_batch: x\nok 1 mremap_batch\n"
+            "# lab: start reclaim_tlb: x\nok 2 reclaim_tlb\n"
+            "# lab: start khugepaged: x\nok 3 khugepaged\nLAB-EXIT: 2\n")
+    assert [w for w, _ in boot_problems(Boot(text, exit_code=2, plan=PLAN))] == ["completed"]
+    assert boot_problems(Boot(text.replace("LAB-EXIT: 2", "LAB-EXIT: 0"), plan=PLAN)) == []
+
+
+def test_a_program_that_started_and_never_reported_is_not_counted_twice():
+    """results.parse() makes its '<did not finish>' leaf; the boot only
+    names the programs that never started."""
+    text = ("LAB-READY: 6.12\n# lab: start mremap_batch: x\nok 1 mremap_batch\n"
+            "# lab: start reclaim_tlb: x\n")
+    probs = boot_problems(Boot(text, exit_code=None, plan=PLAN))
+    assert any("khugepaged" in d and "reclaim_tlb" not in d for _, d in probs)
 
 
 def test_a_lab_error_line_fails_the_boot():

@@ -224,6 +224,7 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
         hit = None
     if hit:
         entry, b = hit
+        b.plan = plan   # the key holds the plan's hash: the stored boot ran it
         say(f"stock results reused from {entry} (key {k[:16]}); "
             f"console of that boot: {b.console}")
         return b

@@ -37,6 +37,7 @@ class Boot:
     wall: float              # host seconds
     cmdline: list = field(default_factory=list)
     stamps: list = field(default_factory=list)   # (host s, line) of BENCH lines
+    plan: str = ""           # the shell text the guest ran
 
     def text(self):
         return self.console.read_text(errors="replace")
@@ -167,7 +168,7 @@ def _run_qemu(cmd, console, timeout, echo):
         if timed_out:
             log.write(f"\n# lab: killed after {timeout}s\n")
     return Boot(console, code, ready, timed_out, time.monotonic() - t0, cmd,
-                stamps)
+                stamps, plan)
 
 
 def kvm_works(arch_name, kernel):

@@ -2,14 +2,16 @@
 
 Shared by 'lab test' (commands/test.py) and 'lab harden': the boot prints
 the plan's progress lines, and a boot fails when it never reaches the plan,
-never finishes, its console shows a kernel report (results.REPORTS), or the
+never finishes, its console shows a kernel report (results.REPORTS), the
 guest's /init says the lab's own set-up failed (a LAB-ERROR line: the XFS
-disk did not mount, swap did not come up, no plan).
+disk did not mount, swap did not come up, no plan), the plan shell ended
+with a status other than 0, or a program of the plan never started: what
+was expected and did not arrive fails the boot.
 """
 
 from ..core.util import say
 from ..kernel import build
-from . import results, run
+from . import results, run, suites
 
 
 def echo_progress(prefix):
@@ -45,7 +47,14 @@ def boot_problems(b):
         probs.append(("completed", f"timed out; console: {b.console}"))
     elif b.exit_code is None:
         probs.append(("completed", f"no LAB-EXIT (crash?); console: {b.console}"))
+    elif b.exit_code != 0:
+        probs.append(("completed", f"LAB-EXIT: {b.exit_code}, the plan shell did not "
+                      f"end cleanly; console: {b.console}"))
     text = b.text()
+    never = never_started(b.plan, text)
+    if b.ready and never:
+        probs.append(("completed", f"{len(never)} program(s) of the plan never started: "
+                      f"{', '.join(never)}; console: {b.console}"))
     setup = [line.strip() for line in text.splitlines() if line.startswith("LAB-ERROR")]
     if setup:
         probs.append(("setup", f"{setup[0]}" + (f" (+{len(setup) - 1} more)"
@@ -56,3 +65,16 @@ def boot_problems(b):
         probs.append(("console", f"{len(reports)} kernel report line(s), first: "
                       f"{reports[0]}; console: {b.console}"))
     return probs
+
+
+def never_started(plan, text):
+    """The programs of a plan (suites.plan_programs()) that the console shows
+    neither starting ('# lab: start NAME:') nor reporting: the plan shell died
+    or was cut off before them.  A program that started and never reported
+    is results.parse()'s '<did not finish>' leaf."""
+    seen = set(results.program_results(text))
+    for line in text.splitlines():
+        m = results.START_RE.match(line)
+        if m:
+            seen.add(m.group(1))
+    return [p for p in suites.plan_programs(plan) if p not in seen]
