@@ -1,4 +1,5 @@
 """Host unit tests of the KTAP parser and the console scan."""
+import pytest
 
 from lab.guest import results
 
@@ -82,3 +83,50 @@ def test_durations_of_the_programs_a_plan_ran():
                       "# lab: cow took 1.5 s", "ok 2 cow",
                       "# lab: split_huge_page_test took 120.0 s"])
     assert results.durations(text) == {"cow": 14.0, "split_huge_page_test": 120.0}
+
+
+def test_a_result_line_cut_by_kernel_output_keeps_its_result():
+    """A kernel message landing in the middle of a program's result line
+    must not drop the result: the line is joined again."""
+    text = ("# lab: start reclaim_batch: /lab/tests/reclaim_batch\n"
+            "    not ok 1 batch.lost_write\n"
+            "not ok 1 reclaim_bat[  812.300000] clocksource: Switched to clocksource tsc\n"
+            "ch # exit 1\n"
+            "# lab: start sanity: /lab/tests/sanity\n"
+            "ok 2 sanity\n")
+    leaves = {r.name: r.status for r in results.parse(text)}
+    assert leaves == {"reclaim_batch/batch.lost_write": "fail", "sanity": "pass"}
+    assert results.program_results(text) == {"reclaim_batch": "fail", "sanity": "pass"}
+    assert results.kernel_reports(text) == []
+
+
+def test_a_program_cut_off_by_the_next_keeps_its_failures():
+    """A program whose own result line never came, followed by the next
+    program's start: its subtests, failures included, stay leaves, and the
+    missing line is a failed '<did not finish>' leaf."""
+    text = ("# lab: start reclaim_batch: /lab/tests/reclaim_batch\n"
+            "    not ok 1 batch.lost_write\n"
+            "    ok 2 batch.ok\n"
+            "# lab: start sanity: /lab/tests/sanity\n"
+            "ok 2 sanity\n")
+    leaves = {r.name: r.status for r in results.parse(text)}
+    assert leaves["reclaim_batch/batch.lost_write"] == "fail"
+    assert leaves["reclaim_batch/batch.ok"] == "pass"
+    assert leaves["reclaim_batch/<did not finish>"] == "fail"
+    assert leaves["sanity"] == "pass"
+
+
+@pytest.mark.parametrize("line", [
+    "rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 21 jiffies s: 1",
+    "INFO: rcu_tasks detected stalls on tasks:",
+    "rcu_tasks_trace detected stalls on tasks:",
+    "Unused swap offset entry 0000abcd",
+    "Unused swap file entry 0000abcd",
+    "list_add corruption. next->prev should be prev (ffff0000), but was 0000.",
+    "list_del corruption, ffff00000a0b0c0d->next is LIST_POISON1 (dead000000000100)",
+    "refcount_t: underflow; use-after-free.",
+    "page dumped because: VM_BUG_ON_FOLIO(!folio_test_locked(folio))",
+    "KFENCE: use-after-free read in foo+0x10/0x20",
+])
+def test_each_kernel_report_form_fails_the_boot(line):
+    assert results.kernel_reports(f"[  101.123456] {line}\n") != []

@@ -31,10 +31,15 @@ REPORTS = [
         r"Bad rss-counter", r"Bad page (state|map)", r"page_table_check",
         r"soft lockup", r"hard LOCKUP", r"blocked for more than \d+ seconds",
         r"rcu: INFO: rcu_\w+ detected stall", r"rcu: .*self-detected stall",
+        r"rcu: INFO: rcu_\w+ detected expedited stalls",
+        r"rcu_tasks\w* detected stalls on tasks",
+        r"\blist_(add|del) corruption", r"^refcount_t: ",
+        r"page dumped because", r"^KFENCE: ",
         # pmd_ERROR()/pte_ERROR(): a page table entry that is not one, as a
         # wrongly freed or retracted PTE table shows
         r"\bbad p(te|md|ud|4d|gd)\b",
         r"Bad swap file entry", r"Bad swap offset entry",
+        r"Unused swap file entry", r"Unused swap offset entry",
     )
 ]
 
@@ -76,12 +81,38 @@ def _own_status(m):
     return "skip" if (m.group(4) or "").upper().startswith("SKIP") else "pass"
 
 
+def console_lines(text):
+    """The lines of a console text, with program lines that kernel output
+    cut in two joined again.  The serial console is shared: a kernel
+    message can land in the middle of a line a program was printing
+    ('not ok 1 reclaim_bat[  812.3] clocksource: ...'), and the rest of the
+    program's line ('ch # exit 1') comes after it, on the next line that is
+    not kernel text.  The kernel text stays a line of its own, so that
+    kernel_reports() still sees it."""
+    out = []
+    pending = None
+    for line in text.splitlines():
+        m = KERNEL_TEXT.search(line)
+        if m and m.start() > 0 and pending is None:
+            pending = line[:m.start()]
+            out.append(line[m.start():])
+            continue
+        if pending is not None and not (m and m.start() == 0):
+            out.append(pending + line)
+            pending = None
+            continue
+        out.append(line)
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
 def program_results(text):
     """{program: "pass" | "fail" | "skip"} from each program's own result
     line in a console text (a program that never reported has none; one
     that reported twice is "fail" if either line was)."""
     out = {}
-    for line in text.splitlines():
+    for line in console_lines(text):
         m = TOP_RE.match(line)
         if m and out.get(m.group(3)) != "fail":
             out[m.group(3)] = _own_status(m)
@@ -95,9 +126,12 @@ def parse(text):
     errors = []         # the program's failure lines
     since = []          # ... since its last subtest result
     current = None
-    for line in text.splitlines():
+    for line in console_lines(text):
         m = START_RE.match(line)
         if m:
+            if current:
+                # the program before never reported: keep what it did
+                results.extend(_unfinished(current, subs))
             current, subs, errors, since = m.group(1), [], [], []
             continue
         m = SUB_RE.match(line)
@@ -128,10 +162,15 @@ def parse(text):
             current, subs = None, []
     if current:
         # The program never reported: the guest died or the plan was cut off.
-        results.extend(_unique(subs))
-        results.append(Result(f"{current}/{PROGRAM_LEAVES[1]}", "fail",
-                              "no result line", current))
+        results.extend(_unfinished(current, subs))
     return results
+
+
+def _unfinished(program, subs):
+    """The leaves of a program that never printed its own result line: the
+    subtests it reported, and a failed '<did not finish>' leaf."""
+    return _unique(subs) + [Result(f"{program}/{PROGRAM_LEAVES[1]}", "fail",
+                                   "no result line", program)]
 
 
 def _unique(subs):
