@@ -352,6 +352,28 @@ def test_pytest_without_a_report_or_with_an_internal_error_fails(tmp_path):
     assert tally.rows[1][0] == "fail"
 
 
+def test_pytest_exit_1_with_no_failed_case_fails(tmp_path):
+    """pytest says it failed (a failing fixture at session level, a plugin)
+    while every case in its report passed: what failed is absent."""
+    xml = tmp_path / "pytest.xml"
+    xml.write_text('<testsuites><testsuite><testcase classname="t" name="a"/>'
+                   '</testsuite></testsuites>')
+    tally = Tally()
+    testcmd.tally_pytest(tally, 1, xml, "1 error")
+    assert fails(tally) == [("fail", "host/pytest",
+                             "pytest exit 1 with no failed test case in its report")]
+
+
+def test_a_run_in_which_nothing_passed_fails(tmp_path, capsys):
+    """No result at all, or only skips: the run ends non-zero."""
+    for rows in ([], [("skip", "x86_64/default/patched/a", "no reason")]):
+        tally = Tally()
+        for r in rows:
+            tally.add(*r)
+        assert tally.finish(tmp_path / "t.json") == 1
+        assert "0 passed, 1 failed" in capsys.readouterr().out
+
+
 def test_a_real_empty_pytest_run_is_a_failed_row(tmp_path, monkeypatch):
     empty = tmp_path / "repo"
     (empty / "tests").mkdir(parents=True)

@@ -49,12 +49,15 @@ def run_pytest(tally):
 def tally_pytest(tally, returncode, xml, output):
     """Rows of one pytest run: one per test case of its JUnit XML, and a
     failed row host/pytest when it ran no test case (exit 5: none collected;
-    or no report) or ended other than by passing or failing tests (exit 2
-    interrupted, 3 internal error, 4 usage error)."""
+    or no report), ended other than by passing or failing tests (exit 2
+    interrupted, 3 internal error, 4 usage error), or said it failed (exit
+    1) with no failed case in its report."""
     cases = list(ET.parse(xml).getroot().iter("testcase")) if xml.exists() else []
+    failed = 0
     for case in cases:
         name = f"host/{case.get('classname')}.{case.get('name')}"
         if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
             tally.add("fail", name)
         elif case.find("skipped") is not None:
             tally.add("skip", name)
@@ -66,6 +69,8 @@ def tally_pytest(tally, returncode, xml, output):
             ("" if xml.exists() else ", no JUnit report") + ")"
     elif returncode not in (0, 1):
         problem = f"pytest exit {returncode}"
+    elif returncode == 1 and not failed:
+        problem = "pytest exit 1 with no failed test case in its report"
     if problem:
         print(output)
         tally.add("fail", "host/pytest", problem)

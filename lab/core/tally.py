@@ -32,6 +32,10 @@ class Tally:
     def finish(self, out):
         """Print the summary and the 'N passed, N failed' line; return the
         exit status (1 on any failure)."""
+        if not self.count("pass"):
+            # nothing that ran passed: no results, or all skipped or excused
+            self.add("fail", "run/results", f"no result passed ({len(self.rows)} rows, "
+                     f"{self.count('skip')} skipped)")
         fails = [r for r in self.rows if r[0] == "fail"]
         print()
         say(f"results: {out}  (total time {self.timer})")
