@@ -457,3 +457,23 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
                            no_pytest=True, no_own=False, no_upstream=False,
                            no_cache=False, jobs=2, no_check=False, kcidb=None)
     assert cli_test.cmd_test(args) == 1
+
+
+def test_a_real_boot_keeps_its_plan_and_its_exit(monkeypatch):
+    """run.boot() itself, with a shell in place of QEMU that prints what
+    the guest's /init prints: the Boot it returns carries the plan it ran,
+    and boot_problems() judges it (a plan shell that died after its first
+    program)."""
+    from lab.guest import image, run
+    plan = PLAN
+    console = ("LAB-READY: 6.12\n# lab: start mremap_batch: x\nok 1 mremap_batch\n"
+               "LAB-EXIT: 139\n")
+    monkeypatch.setattr(run, "make_disk", lambda path, size_mb, xfs=False: None)
+    monkeypatch.setattr(image, "plan_cpio", lambda *a: a[-1])
+    monkeypatch.setattr(run, "qemu_cmd",
+                        lambda *a, **kw: ["printf", "%s", console])
+    b = run.boot("x86_64", "KERNEL", plan, {}, "verdict-test", timeout=30)
+    assert b.plan == plan and b.exit_code == 139 and b.ready
+    probs = boot_problems(b)
+    assert any("LAB-EXIT: 139" in d for _, d in probs)
+    assert any("reclaim_tlb, khugepaged" in d for _, d in probs)

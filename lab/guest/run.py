@@ -118,12 +118,12 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
                        append=append, disks=disks, icount=icount, accel=accel,
                        cpu=cpu, extra=extra,
                        variant=env.get("LAB_VARIANT", "default"))
-        return _run_qemu(cmd, console, timeout, echo)
+        return _run_qemu(cmd, console, timeout, echo, plan)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run_qemu(cmd, console, timeout, echo):
+def _run_qemu(cmd, console, timeout, echo, plan=""):
     t0 = time.monotonic()
     ready = timed_out = False
     code = None
