@@ -477,3 +477,33 @@ def test_a_real_boot_keeps_its_plan_and_its_exit(monkeypatch):
     probs = boot_problems(b)
     assert any("LAB-EXIT: 139" in d for _, d in probs)
     assert any("reclaim_tlb, khugepaged" in d for _, d in probs)
+
+
+@pytest.mark.parametrize("broken", ["short_form", "nosplit_check", "test_row"])
+def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsys, broken):
+    """The nosplit boot, the load and the Debian export row run outside the
+    arches' threads: a NameError in any of them must be a failed row, and
+    the run must still end with its 'N passed, N failed' line, exit 1."""
+    from types import SimpleNamespace
+
+    from lab.cli import test as cli_test
+    from lab.kernel import check, export
+
+    def boom(*a, **kw):
+        raise NameError("name 'plan' is not defined")
+
+    monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: tally.add("pass", "x/y"))
+    monkeypatch.setattr(build, "build", lambda *a, **kw: None)
+    monkeypatch.setattr(check, "ci_form", lambda tally, use_cache=True: None)
+    monkeypatch.setattr(export, "test_row", lambda tally: None)
+    monkeypatch.setattr(testcmd, "nosplit_check", lambda tally, a, v: None)
+    monkeypatch.setattr(harden, "short_form", lambda tally, arches: None)
+    target = {"short_form": harden, "nosplit_check": testcmd, "test_row": export}[broken]
+    monkeypatch.setattr(target, broken, boom)
+    args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
+                           no_pytest=True, no_own=False, no_upstream=False,
+                           no_cache=False, jobs=2, no_check=False, kcidb=None)
+    assert cli_test.cmd_test(args) == 1
+    out = capsys.readouterr().out
+    assert "NameError: name 'plan' is not defined" in out
+    assert out.rstrip().endswith("1 passed, 1 failed")

@@ -47,7 +47,7 @@ def cmd_test(args):
               later=harden.short_kernels(arches) if harden_too else (),
               jobs=args.jobs)
     if not only:
-        export.test_row(tally)
+        test.guarded(tally, "export/lab", export.test_row, tally)
     checker = None
     if not args.no_check and not only:
         # The check leaves only compile: they run beside the nosplit boot
@@ -61,9 +61,12 @@ def cmd_test(args):
                                    kwargs={"use_cache": not args.no_cache})
         checker.start()
     if harden_too:
+        # every step under the same net as the arches' threads: an
+        # exception is a failed row, and the run still ends with its count
         for arch_name, variant, _ in harden.short_kernels(arches):
-            test.nosplit_check(tally, arch_name, variant)
-        harden.short_form(tally, arches)
+            test.guarded(tally, f"{arch_name}/{variant}/patched-nosplit/lab",
+                         test.nosplit_check, tally, arch_name, variant)
+        test.guarded(tally, "harden/lab", harden.short_form, tally, arches)
     if checker:
         checker.join()
     if args.kcidb:
