@@ -42,3 +42,22 @@ def test_a_commit_of_the_trees_history_needs_no_entry():
 def test_every_listed_commit_has_a_subject():
     table = commitrefs.known()
     assert table and all(len(cid) == 12 and subject for cid, subject in table.items())
+
+
+def test_an_upstream_reference_in_another_form_fails():
+    """checkpatch checks the form only of ids it finds in the tree's
+    history; an upstream id written short, or without its subject, must
+    not pass unseen."""
+    for msg in ('as upstream commit 0aa3657 did',
+                'Commit 0aa3657df3ec changed it',
+                'Fixes: 0aa3657df3ec'):
+        assert commitrefs.problems(msg, TABLE, NOWHERE), msg
+
+
+def test_the_series_messages_name_upstream_commits_in_checkpatchs_form():
+    from lab.kernel import source
+    table = commitrefs.known()
+    for f in source.series_files():
+        text = f.read_text()
+        message = text[:text.index("\n---\n")]
+        assert commitrefs.problems(message, table, NOWHERE) == [], f.name

@@ -130,3 +130,22 @@ def test_a_program_cut_off_by_the_next_keeps_its_failures():
 ])
 def test_each_kernel_report_form_fails_the_boot(line):
     assert results.kernel_reports(f"[  101.123456] {line}\n") != []
+
+
+def test_only_a_cut_result_line_is_joined():
+    """A program line that merely holds a timestamp-like '[1.5] ' is not a
+    cut result line: the next line stays its own."""
+    text = ("# lab: start foo: /lab/tests/foo\n"
+            "    # took [1.5] s\n"
+            "ok 1 foo\n")
+    assert {r.name: r.status for r in results.parse(text)} == {"foo": "pass"}
+
+
+def test_a_cut_line_at_the_end_of_the_console_is_no_result():
+    """The console ends in the middle of a result line (the guest died):
+    the fragment is no result, and the program did not finish."""
+    text = ("# lab: start foo: /lab/tests/foo\n"
+            "ok 1 fo[    5.000000] Kernel panic - not syncing: x\n")
+    leaves = {r.name: r.status for r in results.parse(text)}
+    assert leaves == {"foo/<did not finish>": "fail"}
+    assert results.kernel_reports(text)

@@ -364,14 +364,26 @@ def test_pytest_exit_1_with_no_failed_case_fails(tmp_path):
                              "pytest exit 1 with no failed test case in its report")]
 
 
-def test_a_run_in_which_nothing_passed_fails(tmp_path, capsys):
-    """No result at all, or only skips: the run ends non-zero."""
+def test_a_run_in_which_nothing_passed_fails(capsys):
+    """No result at all, or only skips: the run ends non-zero, and the
+    saved rows say so too."""
     for rows in ([], [("skip", "x86_64/default/patched/a", "no reason")]):
         tally = Tally()
         for r in rows:
             tally.add(*r)
-        assert tally.finish(tmp_path / "t.json") == 1
+        saved = json.loads(tally.save("test").read_text())
+        assert [r["name"] for r in saved if r["status"] == "fail"] == ["run/results"]
+        assert tally.finish("t.json") == 1
         assert "0 passed, 1 failed" in capsys.readouterr().out
+
+
+def test_pytest_exit_1_with_a_failed_case_adds_no_row_of_its_own(tmp_path):
+    xml = tmp_path / "pytest.xml"
+    xml.write_text('<testsuites><testsuite><testcase classname="t" name="a">'
+                   '<failure message="x"/></testcase></testsuite></testsuites>')
+    tally = Tally()
+    testcmd.tally_pytest(tally, 1, xml, "1 failed")
+    assert fails(tally) == [("fail", "host/t.a", "")]
 
 
 def test_a_real_empty_pytest_run_is_a_failed_row(tmp_path, monkeypatch):
@@ -479,11 +491,12 @@ def test_a_real_boot_keeps_its_plan_and_its_exit(monkeypatch):
     assert any("reclaim_tlb, khugepaged" in d for _, d in probs)
 
 
-@pytest.mark.parametrize("broken", ["short_form", "nosplit_check", "test_row"])
+@pytest.mark.parametrize("broken", ["short_form", "test_row"])
 def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsys, broken):
-    """The nosplit boot, the load and the Debian export row run outside the
-    arches' threads: a NameError in any of them must be a failed row, and
-    the run must still end with its 'N passed, N failed' line, exit 1."""
+    """The load and the Debian export row run outside the arches' threads
+    (the nosplit boot guards its own body): a NameError in either must be a
+    failed row, and the run must still end with its 'N passed, N failed'
+    line, exit 1."""
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test

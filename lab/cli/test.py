@@ -64,11 +64,11 @@ def cmd_test(args):
         # every step under the same net as the arches' threads: an
         # exception is a failed row, and the run still ends with its count
         for arch_name, variant, _ in harden.short_kernels(arches):
-            test.guarded(tally, f"{arch_name}/{variant}/patched-nosplit/lab",
-                         test.nosplit_check, tally, arch_name, variant)
+            test.nosplit_check(tally, arch_name, variant)   # guarded inside
         test.guarded(tally, "harden/lab", harden.short_form, tally, arches)
     if checker:
         checker.join()
+    tally.close()
     if args.kcidb:
         from pathlib import Path
 

@@ -224,12 +224,13 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
                 disks_mb=[run.XFS_MB, run.SWAP_MB])
     k, inputs = cache.key(files, plan, args)
     hit = cache.load(name, k) if use_cache else None
-    if hit and failed_leaves(hit[1]):
-        say(f"{name}: the stored boot {hit[0]} has failed leaves; not reused")
+    if hit:
+        hit[1].plan = plan   # the key holds the plan's hash: the stored boot ran it
+    if hit and (failed_leaves(hit[1]) or boot_problems(hit[1])):
+        say(f"{name}: the stored boot {hit[0]} has failed leaves or problems; not reused")
         hit = None
     if hit:
         entry, b = hit
-        b.plan = plan   # the key holds the plan's hash: the stored boot ran it
         say(f"stock results reused from {entry} (key {k[:16]}); "
             f"console of that boot: {b.console}")
         return b

@@ -18,8 +18,17 @@ class Tally:
                "stockfail": "STOCK-FAIL", "flaky": "FLAKY"}[status]
         print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
 
+    def close(self):
+        """Add the row that fails a run in which no row passed (no results,
+        or only skips and excuses), once; save() and finish() call it, so
+        that the saved rows have it too."""
+        if not self.count("pass") and not any(r[1] == "run/results" for r in self.rows):
+            self.add("fail", "run/results", f"no result passed ({len(self.rows)} rows, "
+                     f"{self.count('skip')} skipped)")
+
     def save(self, kind):
         """Write the rows to WORK/results/<kind>-<time>.json; return its path."""
+        self.close()
         out = config.WORK / "results" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
@@ -32,10 +41,7 @@ class Tally:
     def finish(self, out):
         """Print the summary and the 'N passed, N failed' line; return the
         exit status (1 on any failure)."""
-        if not self.count("pass"):
-            # nothing that ran passed: no results, or all skipped or excused
-            self.add("fail", "run/results", f"no result passed ({len(self.rows)} rows, "
-                     f"{self.count('skip')} skipped)")
+        self.close()
         fails = [r for r in self.rows if r[0] == "fail"]
         print()
         say(f"results: {out}  (total time {self.timer})")

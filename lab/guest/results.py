@@ -34,7 +34,9 @@ REPORTS = [
         r"rcu: INFO: rcu_\w+ detected expedited stalls",
         r"rcu_tasks\w* detected stalls on tasks",
         r"\blist_(add|del) corruption", r"^refcount_t: ",
-        r"page dumped because", r"^KFENCE: ",
+        # dump_page()'s header (gup_test's dump test prints one too; the
+        # lab does not run it)
+        r"page dumped because", r"\bKFENCE: ",
         # pmd_ERROR()/pte_ERROR(): a page table entry that is not one, as a
         # wrongly freed or retracted PTE table shows
         r"\bbad p(te|md|ud|4d|gd)\b",
@@ -81,19 +83,27 @@ def _own_status(m):
     return "skip" if (m.group(4) or "").upper().startswith("SKIP") else "pass"
 
 
+# The start of a line that kernel output may cut in two and that the verdict
+# reads: a result line (a program's own or a subtest's) or lab_run's start.
+_CUTTABLE = re.compile(r"^\s*(?:(?:not )?ok \d|# lab: start )")
+
+
 def console_lines(text):
-    """The lines of a console text, with program lines that kernel output
-    cut in two joined again.  The serial console is shared: a kernel
-    message can land in the middle of a line a program was printing
-    ('not ok 1 reclaim_bat[  812.3] clocksource: ...'), and the rest of the
-    program's line ('ch # exit 1') comes after it, on the next line that is
-    not kernel text.  The kernel text stays a line of its own, so that
-    kernel_reports() still sees it."""
+    """The lines of a console text, with a result line that kernel output cut
+    in two joined again.  The serial console is shared: a kernel message can
+    land in the middle of a line a program was printing ('not ok 1
+    reclaim_bat[  812.3] clocksource: ...'), and the rest of the program's
+    line ('ch # exit 1') comes after it, on the next line that is not kernel
+    text.  The kernel text stays a line of its own, so that kernel_reports()
+    still sees it.  Only lines that start like a result or a program start
+    are joined; a fragment left at the end of the console is dropped, so
+    that its program counts as not finished."""
     out = []
     pending = None
     for line in text.splitlines():
         m = KERNEL_TEXT.search(line)
-        if m and m.start() > 0 and pending is None:
+        if (m and m.start() > 0 and pending is None
+                and _CUTTABLE.match(line[:m.start()])):
             pending = line[:m.start()]
             out.append(line[m.start():])
             continue
@@ -102,8 +112,6 @@ def console_lines(text):
             pending = None
             continue
         out.append(line)
-    if pending is not None:
-        out.append(pending)
     return out
 
 

@@ -73,7 +73,7 @@ def never_started(plan, text):
     or was cut off before them.  A program that started and never reported
     is results.parse()'s '<did not finish>' leaf."""
     seen = set(results.program_results(text))
-    for line in text.splitlines():
+    for line in results.console_lines(text):
         m = results.START_RE.match(line)
         if m:
             seen.add(m.group(1))

@@ -19,6 +19,10 @@ COMMITS = config.REPO / "docs" / "upstream" / "commits.txt"
 # The two forms checkpatch accepts, on a message with its line breaks made
 # spaces (a subject may wrap).
 _REF = re.compile(r'\b(?:commit|Fixes:)\s+([0-9a-f]{12,40})\s+\("(.+?)"\)')
+# Any id after "commit" or "Fixes:": checkpatch checks the form of a
+# reference (GIT_COMMIT_ID) only when it finds the id, so a reference to an
+# upstream commit in another form is this module's to catch.
+_ANY_REF = re.compile(r'\b(?:[Cc]ommit|Fixes:)\s+([0-9a-fA-F]{7,40})\b')
 
 
 def known(path=COMMITS):
@@ -43,6 +47,11 @@ def problems(message, table, in_history):
     of the tree's own history (in_history(id) is true) or one of the table,
     with the table's subject.  Returns a list of lines, empty when all hold."""
     out = []
+    good = {cid for cid, _ in refs(message)}
+    flat = " ".join(message.split())
+    for cid in _ANY_REF.findall(flat):
+        if cid not in good and not in_history(cid):
+            out.append(f'commit {cid} is not named as \'commit <12+ hex> ("<subject>")\'')
     for cid, subject in refs(message):
         if in_history(cid):
             continue
