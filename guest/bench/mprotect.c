@@ -145,52 +145,28 @@ enum { SMALL, FOLIO, OTHER };
  * What maps the 64 KB at @addr: FOLIO for one 64 KB folio whose head @addr
  * maps, SMALL for 16 small folios, OTHER for anything else; -errno if
  * pagemap or kpageflags could not be read (-EPERM: the PFNs are hidden, the
- * caller is not root).
+ * caller is not root).  lab_folio_mapped_size() measures the folio mapped
+ * from each address on: 64 KB and no more at @addr, or one page at each of
+ * the 16 (a head would measure two, its tail after it).
  */
 static int chunk_layout(int pm_fd, int kpf_fd, const char *addr)
 {
-	const uint64_t head = 1ULL << LAB_KPF_COMPOUND_HEAD;
-	const uint64_t tail = 1ULL << LAB_KPF_COMPOUND_TAIL;
-	uint64_t pm[FOLIO_NR], pfn[FOLIO_NR], fl[FOLIO_NR + 1];
-	int consecutive = 1, err;
-	unsigned long i;
-	ssize_t n;
+	size_t size, i;
+	int err;
 
-	err = lab_pagemap_read(pm_fd, addr, FOLIO_NR, pm);
+	err = lab_folio_mapped_size(pm_fd, kpf_fd, addr, SZ_64K + PSZ, &size);
 	if (err)
-		return err;
+		return err == -ENOENT ? OTHER : err;
+	if (size == SZ_64K)
+		return FOLIO;
 	for (i = 0; i < FOLIO_NR; i++) {
-		if (!(pm[i] & LAB_PM_PRESENT))
+		err = lab_folio_mapped_size(pm_fd, kpf_fd, addr + i * PSZ,
+					    2 * PSZ, &size);
+		if (err)
+			return err == -ENOENT ? OTHER : err;
+		if (size != PSZ)
 			return OTHER;
-		pfn[i] = pm[i] & LAB_PM_PFN_MASK;
-		if (!pfn[i])
-			return -EPERM;
-		consecutive &= pfn[i] == pfn[0] + i;
 	}
-	if (consecutive) {
-		/* one read for the 16 pages and the page after them */
-		n = pread(kpf_fd, fl, sizeof(fl), (off_t)(pfn[0] * sizeof(fl[0])));
-		if (n < (ssize_t)(FOLIO_NR * sizeof(fl[0])))
-			return n < 0 ? -errno : -EIO;
-		if (n < (ssize_t)sizeof(fl))
-			fl[FOLIO_NR] = 0;	/* the last PFN of memory */
-		if (fl[0] & head) {
-			for (i = 1; i < FOLIO_NR; i++)
-				if ((fl[i] & (head | tail)) != tail)
-					return OTHER;
-			/* a tail after the 16th page: a larger folio */
-			return fl[FOLIO_NR] & tail ? OTHER : FOLIO;
-		}
-	} else {
-		for (i = 0; i < FOLIO_NR; i++) {
-			err = lab_kpageflags(kpf_fd, pfn[i], &fl[i]);
-			if (err)
-				return err;
-		}
-	}
-	for (i = 0; i < FOLIO_NR; i++)
-		if (fl[i] & (head | tail))
-			return OTHER;
 	return SMALL;
 }
 
