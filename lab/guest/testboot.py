@@ -72,9 +72,12 @@ def never_started(plan, text):
     neither starting ('# lab: start NAME:') nor reporting: the plan shell died
     or was cut off before them.  A program that started and never reported
     is results.parse()'s '<did not finish>' leaf."""
-    seen = set(results.program_results(text))
+    seen = set()
     for line in results.console_lines(text):
         m = results.START_RE.match(line)
         if m:
             seen.add(m.group(1))
+        m = results.TOP_RE.match(line)
+        if m:
+            seen.add(m.group(3))
     return [p for p in suites.plan_programs(plan) if p not in seen]
