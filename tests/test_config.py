@@ -107,9 +107,9 @@ def test_the_nosplit_variant_is_the_debug_kernel_without_split_pte_locks():
     frag = build.parse_fragment(config.CONFIGS / "nosplit.config")
     assert frag == {"CONFIG_NR_CPUS": "2", "CONFIG_SPLIT_PTE_PTLOCKS": "n"}
     assert suites.SHORT_VARIANT == "nosplit"
-    debug = build.parse_fragment(config.CONFIGS / "debug.config")
+    common = build.parse_fragment(config.CONFIGS / "common.config")
     numa = ("CONFIG_NUMA", "CONFIG_MIGRATION", "CONFIG_NUMA_BALANCING")
-    assert {k: debug.get(k) for k in numa} == dict.fromkeys(numa, "y")
+    assert {k: common.get(k) for k in numa} == dict.fromkeys(numa, "y")
     plan = suites.race_plan(suites.NOSPLIT_TESTS, "nosplit", suites.NOSPLIT_UPSTREAM)
     assert "-t collapse_uffd_race" in plan
     assert ("lab_run mprotect_batch 2400 /lab/tests/mprotect_batch -t numa_hinting"

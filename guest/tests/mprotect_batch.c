@@ -1613,13 +1613,14 @@ FIXTURE_SETUP(numa)
 	self->period_max.valid = false;
 	self->has_helper = false;
 	if (!lab_path_exists(NUMA_SYSCTL)) {
-		ASSERT_FALSE(lab_debug_kernel())
-			TH_LOG("the %s kernel has no %s: configs/debug.config turns NUMA balancing on",
+		ASSERT_STREQ("(unset)", lab_variant())
+			TH_LOG("the %s kernel has no %s: configs/common.config turns NUMA balancing on",
 			       lab_variant(), NUMA_SYSCTL);
-		SKIP(return, "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's debug kernels have it)",
+		SKIP(return, "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's kernels have it)",
 		     NUMA_SYSCTL);
 	}
 	mp_setup(_metadata, &self->env, 64);
+	mp_lookups_probe(_metadata);
 	ASSERT_EQ(0, lab_knob_save(&self->balancing, NUMA_SYSCTL));
 	ASSERT_EQ(0, lab_knob_save(&self->delay,
 				   NUMA_DEBUGFS "/scan_delay_ms"));
@@ -1645,28 +1646,35 @@ FIXTURE_TEARDOWN(numa)
 /*
  * Spins on the CPU until numa_pte_updates grows by @want or more between
  * two reads, or 120 s pass, and returns the largest growth between two
- * reads (or -errno).  The scan runs from the task's own ticks, as task
- * work on its way back to user space, so one pass over the process lands
- * whole between two reads; the counter summed over several passes would
- * let a scan that changes one PTE of each folio per pass reach @want too.
+ * reads (or -errno), with in *@lookups the vm_normal_page() calls between
+ * the same two reads (the kprobe of mp_lookups_probe()).  The scan runs
+ * from the task's own ticks, as task work on its way back to user space,
+ * so one pass over the process lands whole between two reads; the counter
+ * summed over several passes would let a scan that changes one PTE of each
+ * folio per pass reach @want too.
  */
-static long long numa_wait_pass(long long want)
+static long long numa_wait_pass(long long want, long long *lookups)
 {
-	long long t0 = lab_now_ns(), prev, now, most = 0;
+	long long t0 = lab_now_ns(), prev, now, most = 0, h0, h1;
 	volatile unsigned long spin;
 
 	prev = lab_vmstat("numa_pte_updates");
-	if (prev < 0)
-		return prev;
+	h0 = lab_kprobe_hits(MP_LOOKUPS);
+	if (prev < 0 || h0 < 0)
+		return prev < 0 ? prev : h0;
 	while (most < want && lab_now_ns() - t0 <= 120 * 1000000000LL) {
 		for (spin = 0; spin < 1000000; spin++)
 			;
 		now = lab_vmstat("numa_pte_updates");
-		if (now < 0)
-			return now;
-		if (now - prev > most)
+		h1 = lab_kprobe_hits(MP_LOOKUPS);
+		if (now < 0 || h1 < 0)
+			return now < 0 ? now : h1;
+		if (now - prev > most) {
 			most = now - prev;
+			*lookups = h1 - h0;
+		}
 		prev = now;
+		h0 = h1;
 	}
 	return most;
 }
@@ -1691,6 +1699,14 @@ static long long numa_wait_pass(long long want)
  * moved in between (its PFN changed; migration maps it without PROT_NONE)
  * is reported and not counted as a miss, up to 16 of them.  Afterwards the
  * folios are still mapped whole, with their data.
+ *
+ * And proves that the pass is batched by its mechanism: the pass asks
+ * vm_normal_page() (kprobe) at least once for each PTE it changes on stock
+ * 6.12 and with the switch off, where prot_numa_skip() looks up every
+ * entry; with the switch on, a 64 kB folio costs two lookups for 16 PTEs
+ * (prot_numa_skip() and mprotect_pte_batch() on its first entry), so the
+ * pass must make fewer lookups than half the PTEs it changed, the
+ * process's other pages (one or two lookups each) included.
  */
 TEST_F_TIMEOUT(numa, numa_hinting, 600)
 {
@@ -1699,8 +1715,9 @@ TEST_F_TIMEOUT(numa, numa_hinting, 600)
 	const size_t per_folio = env->folio / PSZ;
 	uint64_t pfn[NUMA_FOLIOS], now_pfn;
 	size_t f, missed, moved;
-	long long pass, f0, f1;
+	long long pass, lookups = -1, f0, f1;
 	char *p, *q;
+	bool batched;
 	int m;
 
 	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_delay_ms", "0"));
@@ -1714,18 +1731,28 @@ TEST_F_TIMEOUT(numa, numa_hinting, 600)
 						     p + f * env->folio, &pfn[f]));
 
 		ASSERT_EQ(0, lab_write_file(NUMA_SYSCTL, "1"));
-		pass = numa_wait_pass(n);
+		pass = numa_wait_pass(n, &lookups);
 		ASSERT_EQ(0, lab_write_file(NUMA_SYSCTL, "0"));
 		ASSERT_LE(0, pass) TH_LOG("numa_pte_updates: %s",
 					  strerror(-pass));
-		ksft_print_msg("%s: one scan pass changed %lld PTEs, %zu of them the folios'\n",
-			       env->mode, pass, n);
+		ksft_print_msg("%s: one scan pass changed %lld PTEs, %zu of them the folios', with %lld vm_normal_page() calls\n",
+			       env->mode, pass, n, lookups);
 		ASSERT_LE((long long)n, pass)
 			TH_LOG("%s: no scan pass in 120 s changed the %zu PTEs of the folios (at most %lld)",
 			       env->mode, n, pass);
 		ASSERT_GE((long long)(n + n / 2), pass)
 			TH_LOG("%s: one scan pass counted %lld PTE changes for %zu PTEs and a few other pages",
 			       env->mode, pass, n);
+		batched = env->sw.valid && m;
+		if (batched) {
+			ASSERT_GT(pass, 2 * lookups)
+				TH_LOG("%s: %lld lookups for %lld PTEs made PROT_NONE: the scan did not batch",
+				       env->mode, lookups, pass);
+		} else {
+			ASSERT_LE(pass, lookups)
+				TH_LOG("%s: %lld lookups for %lld PTEs made PROT_NONE: 6.12 looks up every PTE",
+				       env->mode, lookups, pass);
+		}
 
 		/* Two reads so the counter's own buffer is mapped again. */
 		ASSERT_LE(0, lab_vmstat("numa_hint_faults"));

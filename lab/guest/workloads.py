@@ -241,6 +241,23 @@ def _mprotect(name, what, setup, kind, seed, metrics=(), mechanisms=(),
                     seed_ratio or {})
 
 
+# the scan passes alone: the longest stall of the spinning task in the
+# window where numa_pte_updates grew by the region's PTEs (guest/bench/numascan.c)
+NUMA_METRICS = [("PTEs made PROT_NONE (numa_pte_updates)", "metrics", "pte_updates"),
+                ("longest pass (ns, instruction-time)", "metrics", "longest_pass_ns", False)]
+
+
+def _numascan(name, what, setup, seed, metrics=(), mechanisms=()):
+    """A workload of the numascan program (guest/bench/numascan.c): the
+    NUMA-balancing scan passes over 64 MB (32 MB with --quick) of written
+    anonymous memory, 8 (4) passes."""
+    return Workload(name, what, _onoff("mprotect_batch"), setup,
+                    ["/lab/bench/numascan", "65536", "8"],
+                    ["/lab/bench/numascan", "32768", "4"],
+                    "64 MB, 8 scan passes", "32 MB, 4 scan passes", seed,
+                    NUMA_METRICS + list(metrics), list(mechanisms))
+
+
 def _pte2m(name, what, mechanisms, **kw):
     """A file-reclaim workload whose page cache holds 2 MB folios, mapped
     by PTEs (filereclaim pte2m), classic LRU."""
@@ -317,6 +334,14 @@ WORKLOADS = [
               "within 1% (batches split at the dirty/clean boundary)",
               [("64 KB shmem folios allocated", "mthp", "64kB/shmem_alloc")],
               MPROTECT_MECHANISMS + [UNFOLD, FOLD]),
+    _numascan("mprotect-numa", "one NUMA-balancing scan pass (MM_CP_PROT_NUMA) over "
+              "64 KB folios: every PTE made PROT_NONE", "lab_thp_only 64kB",
+              "upstream batch-skips and batches the scan (v6.17); no figure",
+              [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+              MPROTECT_MECHANISMS + [UNFOLD, MIDFOLIO_FOLDS[1]]),
+    _numascan("mprotect-numa-4k", "the NUMA scan pass program with 4 KB pages only",
+              "lab_thp_only none", "within 1% (no large folio to batch)",
+              mechanisms=MPROTECT_MECHANISMS),
     Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
              _onoff("mremap_batch"), "lab_thp_only none",
              ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
