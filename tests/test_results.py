@@ -149,3 +149,27 @@ def test_a_cut_line_at_the_end_of_the_console_is_no_result():
     leaves = {r.name: r.status for r in results.parse(text)}
     assert leaves == {"foo/<did not finish>": "fail"}
     assert results.kernel_reports(text)
+
+
+def test_fewer_results_than_the_ktap_plan_fail_the_program():
+    """A program whose KTAP plan promised 3 results and that printed 2 (a
+    subtest that died without a result line, a harness that lost one)
+    ends ok, with every printed leaf passing: the count is a failed leaf."""
+    text = ("# lab: start t: x\n    TAP version 13\n    1..3\n"
+            "    ok 1 a\n    ok 2 b\nok 1 t\n")
+    rs = by_name(results.parse(text))
+    assert rs["t/<plan count>"].status == "fail"
+    assert rs["t/<plan count>"].detail == "KTAP plan 1..3, 2 results"
+    assert rs["t/a"].status == rs["t/b"].status == "pass"
+
+
+def test_a_plan_kept_is_no_leaf_and_a_program_without_plan_is_not_counted():
+    text = ("# lab: start t: x\n    1..2\n    ok 1 a\n    ok 2 b # SKIP no\nok 1 t\n"
+            "# lab: start u: x\n    ok 1 a\nok 2 u\n")
+    assert sorted(r.name for r in results.parse(text)) == ["t/a", "t/b", "u/a"]
+
+
+def test_more_results_than_the_plan_fail_too():
+    text = "# lab: start t: x\n    1..1\n    ok 1 a\n    ok 2 b\nok 1 t\n"
+    rs = by_name(results.parse(text))
+    assert rs["t/<plan count>"].status == "fail"

@@ -14,6 +14,8 @@ TOP_RE = re.compile(r"^(not ok|ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 SUB_RE = re.compile(r"^    (not ok|ok) (\d+) (.*?)(?:\s+#\s*(SKIP|TODO|XFAIL)\b(.*))?$",
                     re.IGNORECASE)
 START_RE = re.compile(r"^# lab: start ([^:\s]+):")
+# A program's KTAP plan: how many subtest results it will print.
+PLAN_RE = re.compile(r"^    1\.\.(\d+)\s*$")
 TOOK_RE = re.compile(r"^# lab: (\S+) took (\d+(?:\.\d+)?) s$")
 
 # Kernel reports that fail a boot.  Only text printed by the kernel (after a
@@ -71,8 +73,9 @@ def failure_shape(line):
 
 
 # The leaves parse() makes up for a program whose own result line is the
-# failure: it ended not ok with no failed subtest, or never reported.
-PROGRAM_LEAVES = ("<exit status>", "<did not finish>")
+# failure: it ended not ok with no failed subtest, or never reported, or it
+# reported another number of subtests than its KTAP plan said.
+PROGRAM_LEAVES = ("<exit status>", "<did not finish>", "<plan count>")
 
 
 def _own_status(m):
@@ -134,6 +137,7 @@ def parse(text):
     errors = []         # the program's failure lines
     since = []          # ... since its last subtest result
     current = None
+    planned = None      # the sum of the program's KTAP plans, if it had one
     for line in console_lines(text):
         m = START_RE.match(line)
         if m:
@@ -141,6 +145,11 @@ def parse(text):
                 # the program before never reported: keep what it did
                 results.extend(_unfinished(current, subs))
             current, subs, errors, since = m.group(1), [], [], []
+            planned = None
+            continue
+        m = PLAN_RE.match(line)
+        if m and current:
+            planned = (planned or 0) + int(m.group(1))
             continue
         m = SUB_RE.match(line)
         if m and current:
@@ -167,7 +176,11 @@ def parse(text):
             elif not ok and not any(s.status == "fail" for s in subs):
                 results.append(Result(f"{prog}/{PROGRAM_LEAVES[0]}", "fail", directive, prog,
                                       tuple(errors)))
-            current, subs = None, []
+            if planned is not None and planned != len(subs):
+                results.append(Result(f"{prog}/{PROGRAM_LEAVES[2]}", "fail",
+                                      f"KTAP plan 1..{planned}, {len(subs)} results",
+                                      prog, tuple(errors)))
+            current, subs, planned = None, [], None
     if current:
         # The program never reported: the guest died or the plan was cut off.
         results.extend(_unfinished(current, subs))
