@@ -72,21 +72,23 @@ def bench_lines(*recs, before=None):
     return out
 
 
-def fake_boot(monkeypatch, tmp_path, lines, stock_lines=()):
-    """run.boot() gives consoles of these lines (patched) and stock_lines."""
+def fake_boot(monkeypatch, tmp_path, lines, stock_lines=(), exit_code=0):
+    """run.boot() gives consoles of these lines (patched) and stock_lines,
+    whose plan ended with LAB-EXIT exit_code."""
 
     def boot(arch_name, kernel, plan, env, name, **kw):
         text, stamps = console(stock_lines if "-stock" in name else lines)
+        text = text.replace("LAB-EXIT: 0", f"LAB-EXIT: {exit_code}")
         c = tmp_path / f"console-{name}.log"
         c.write_text(text)
-        return run.Boot(c, 0, True, False, 1.0, stamps=stamps)
+        return run.Boot(c, exit_code, True, False, 1.0, stamps=stamps)
 
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
 
 
-def boot_once(monkeypatch, tmp_path, lines, flavour="patched"):
-    fake_boot(monkeypatch, tmp_path, lines, lines)
+def boot_once(monkeypatch, tmp_path, lines, flavour="patched", exit_code=0):
+    fake_boot(monkeypatch, tmp_path, lines, lines, exit_code)
     return bench.boot_bench("x86_64", flavour, [workloads.BY_NAME["mremap-4k"]], 1, True, 0,
                             tmp_path, {})
 
@@ -111,8 +113,9 @@ def test_a_run_whose_setup_could_not_write_a_knob_is_left_out(tmp_path, monkeypa
 # not a run's setup failure: its mechanism row goes, the run stays.
 def test_a_kprobe_that_could_not_be_set_leaves_the_runs_in(tmp_path, monkeypatch):
     kept, boot = boot_once(monkeypatch, tmp_path, bench_lines(
-        mremap4k("off", 0), before={0: ["# lab: could not set a kprobe on foo"]}))
-    assert len(kept) == 1 and boot["excluded"] == []
+        mremap4k("off", 0), mremap4k("on", 0),
+        before={0: ["# lab: could not set a kprobe on foo"]}))
+    assert len(kept) == 2 and boot["excluded"] == []
 
 
 # A run whose workload found a page without the word it stored there
@@ -644,3 +647,25 @@ def test_batch_table_gives_sizes_reasons_and_lists():
            "2 | 31.0 | 15.0 | 2.0 | 0.5 | 0.0 | 0 |" in md
     assert "| dirty-reclaim | off | 0 | - | - | - | - | 2 | 31.0 |" in md
     assert report.batch_table(probes, [bench.BY_NAME["mremap-4k"]], "arm64") == ""
+
+
+# A planned run that printed no BENCH line (the workload killed the guest,
+# or the plan shell died before it) is listed as left out and fails the
+# bench: a result that was expected and did not arrive.
+def test_a_planned_run_that_never_reported_is_left_out_and_fails(tmp_path, monkeypatch):
+    kept, boot = boot_once(monkeypatch, tmp_path, bench_lines(mremap4k("off", 0)))
+    assert [r["mode"] for r in kept] == ["off"]
+    assert boot["excluded"] == [{"workload": "mremap-4k", "mode": "on", "rep": 0,
+                                 "excluded": [bench.NO_RESULT]}]
+    assert bench.verdict([boot]) == 1
+
+
+# A boot whose plan shell ended with a non-zero LAB-EXIT fails the bench,
+# even when every planned run reported.
+def test_a_bench_boot_with_a_non_zero_lab_exit_fails(tmp_path, monkeypatch):
+    lines = bench_lines(mremap4k("off", 0), mremap4k("on", 0))
+    kept, boot = boot_once(monkeypatch, tmp_path, lines, exit_code=139)
+    assert len(kept) == 2 and boot["excluded"] == [] and boot["lab_exit"] == 139
+    assert bench.verdict([boot]) == 1
+    kept, boot = boot_once(monkeypatch, tmp_path, lines)
+    assert bench.verdict([boot]) == 0

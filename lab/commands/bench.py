@@ -193,6 +193,24 @@ def judge(boot_text, runs, flavour):
     return kept, out
 
 
+# why a planned run that printed no BENCH line is left out
+NO_RESULT = "no result: the run never reported (it died, or the plan stopped before it)"
+PLANNED_RE = re.compile(r"^lab_bench (\S+) (\S+) (-?\d+) -- ", re.MULTILINE)
+
+
+def missing_runs(plan_text, runs):
+    """The runs a plan has (its lab_bench lines) that no BENCH record of
+    @runs answers, as left-out records: a result that was expected and did
+    not arrive."""
+    got = {(r["workload"], r["mode"], int(r["rep"])) for r in runs}
+    out = []
+    for w, m, rep in PLANNED_RE.findall(plan_text):
+        if (w, m, int(rep)) not in got:
+            out.append({"workload": w, "mode": m, "rep": int(rep),
+                        "excluded": [NO_RESULT]})
+    return out
+
+
 def boot_groups(workloads):
     """[(boot overrides, workloads)]: workloads with the same Workload.boot
     share boots, in the order they are given."""
@@ -296,6 +314,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
         w = BY_NAME[rec["workload"]]
         rec["scale"] = w.quick_scale if quick else w.scale
     kept, excluded = judge(console, runs, flavour)
+    excluded += missing_runs(text, runs)
     for rec in runs:
         f = outdir / "runs" / (f"{arch_name}-{flavour}-{rec['workload']}-{rec['mode']}"
                                f"-r{rec['rep']}.json")
@@ -307,15 +326,20 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     reports = results.kernel_reports(console)
     if reports:
         warn(f"{name}: {len(reports)} kernel report(s), the first: {reports[0]}")
+    if b.exit_code != 0:
+        warn(f"{name}: the plan ended with LAB-EXIT {b.exit_code} "
+             f"(console: {b.console})")
     boot = {"name": name, "arch": arch_name, "flavour": flavour,
             "console": str(b.console), "kernel_reports": len(reports),
+            "lab_exit": b.exit_code,
             "first_report": reports[0] if reports else "", "runs": len(kept),
             "excluded": [{k: r[k] for k in ("workload", "mode", "rep", "excluded")}
                          for r in excluded],
             "reused": str(reused) if reused else ""}
     if stored and not reused:
-        if excluded or reports:
-            say(f"{name}: not stored for reuse (runs left out or kernel reports)")
+        if excluded or reports or b.exit_code != 0:
+            say(f"{name}: not stored for reuse (runs left out, kernel reports "
+                "or a non-zero LAB-EXIT)")
         else:
             say(f"{name}: stock runs stored in {cache.store(name, *stored, b)}")
     return kept, boot
@@ -431,17 +455,21 @@ def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=Tru
 
 def verdict(boots):
     """The bench command's exit status: 1 when a boot's console holds a
-    kernel report (the report lists them per boot) or a run lost data it
-    stored, else 0."""
+    kernel report (the report lists them per boot), its plan ended with a
+    LAB-EXIT other than 0, a planned run never reported, or a run lost data
+    it stored; else 0."""
     bad = [b for b in boots if b["kernel_reports"]]
     for b in bad:
         warn(f"{b['name']}: {b['kernel_reports']} kernel report(s): {b['first_report']}")
+    died = [b for b in boots if b.get("lab_exit", 0) != 0]
+    for b in died:
+        warn(f"{b['name']}: the plan ended with LAB-EXIT {b['lab_exit']}")
     lost = [(b, r) for b in boots for r in b["excluded"]
-            if any(why.startswith(LOST) for why in r["excluded"])]
+            if any(why.startswith((LOST, NO_RESULT)) for why in r["excluded"])]
     for b, r in lost:
         warn(f"{b['name']}: {r['workload']} {r['mode']} rep {r['rep']}: "
              f"{'; '.join(r['excluded'])}")
-    return 1 if bad or lost else 0
+    return 1 if bad or died or lost else 0
 
 
 def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
