@@ -6,7 +6,7 @@ import pytest
 
 from lab.core import config
 from lab.core.util import LabError
-from lab.guest import image, run, suites
+from lab.guest import image, results, run, suites
 from lab.kernel import build
 
 
@@ -157,3 +157,17 @@ def test_boot_picks_the_machine_of_the_variant_in_its_env(monkeypatch, tmp_path)
     run.boot("arm64", "K", "plan", {"LAB_VARIANT": "nosplit"}, "t", xfs_mb=0, swap_mb=0)
     run.boot("arm64", "K", "plan", {"LAB_VARIANT": "default"}, "t", xfs_mb=0, swap_mb=0)
     assert [c[c.index("-M") + 1] for c in cmds] == ["virt,mte=on", "virt"]
+
+
+def test_the_kernels_have_the_detectors_whose_reports_the_scan_reads():
+    """A REPORTS pattern whose detector is not built can never fire: soft
+    lockups, hung tasks and KFENCE in every lab kernel, list corruption in
+    the debug kernels."""
+    common = build.parse_fragment(config.CONFIGS / "common.config")
+    for opt in ("CONFIG_KFENCE", "CONFIG_SOFTLOCKUP_DETECTOR", "CONFIG_DETECT_HUNG_TASK"):
+        assert common.get(opt) == "y", opt
+    debug = build.parse_fragment(config.CONFIGS / "debug.config")
+    assert debug.get("CONFIG_DEBUG_LIST") == "y"
+    patterns = " ".join(p.pattern for p in results.REPORTS)
+    for line in ("KFENCE", "soft lockup", "blocked for more than", "list_(add|del) corruption"):
+        assert line in patterns
