@@ -189,6 +189,24 @@ def test_a_lab_error_line_fails_the_boot():
     assert boot_problems(Boot("LAB-READY: 6.12\nLAB-EXIT: 0\n")) == []
 
 
+def test_a_plan_helper_that_could_not_set_up_fails_the_boot():
+    """The prologue's huge page reservation that fell short (or any
+    guest/lib.sh helper's "# lab: could not ..." line) is a setup failure:
+    the hugetlb cases it was for would only skip."""
+    text = ("LAB-READY: 6.12\n# lab: could not reserve 48 huge pages: nr_hugepages "
+            "reads 20\nLAB-EXIT: 0\n")
+    probs = boot_problems(Boot(text))
+    assert [what for what, _ in probs] == ["setup"]
+    assert "nr_hugepages reads 20" in probs[0][1]
+    # a program's own output is indented: not the plan's line
+    assert boot_problems(Boot("LAB-READY: 6.12\n    # lab: could not x\nLAB-EXIT: 0\n")) == []
+
+
+def test_the_prologue_checks_its_huge_page_reservation():
+    assert f"nr_hugepages {suites.HUGEPAGES}" in suites.PROLOGUE
+    assert "# lab: could not reserve" in suites.PROLOGUE
+
+
 def test_the_guest_is_told_which_disks_to_check(monkeypatch, tmp_path):
     seen = {}
 

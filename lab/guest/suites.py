@@ -125,9 +125,16 @@ def expected_switches(cmdline, arch_name):
     return ",".join(f"{sw}={v}" for sw, v in value.items())
 
 
-PROLOGUE = """. /lab/lib.sh
-# Some upstream tests (cow, uffd-unit-tests) cover hugetlb when pages exist.
-lab_sysfs /proc/sys/vm/nr_hugepages 16
+# Huge pages reserved for the upstream tests that cover hugetlb when pages
+# exist: cow, and uffd-unit-tests, whose hugetlb cases map 32 MB as source
+# and 32 MB as destination (UFFD_TEST_MEM_SIZE): 32 pages of 2 MB, and the
+# rest for cow's.  A reservation that falls short is a setup failure of the
+# boot (testboot.boot_problems() reads the plan's "could not" lines).
+HUGEPAGES = 48
+PROLOGUE = f""". /lab/lib.sh
+lab_sysfs /proc/sys/vm/nr_hugepages {HUGEPAGES}
+[ "$(cat /proc/sys/vm/nr_hugepages)" = {HUGEPAGES} ] || \
+	echo "# lab: could not reserve {HUGEPAGES} huge pages: nr_hugepages reads $(cat /proc/sys/vm/nr_hugepages)"
 """
 
 

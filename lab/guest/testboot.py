@@ -4,7 +4,8 @@ Shared by 'lab test' (commands/test.py) and 'lab harden': the boot prints
 the plan's progress lines, and a boot fails when it never reaches the plan,
 never finishes, its console shows a kernel report (results.REPORTS), the
 guest's /init says the lab's own set-up failed (a LAB-ERROR line: the XFS
-disk did not mount, swap did not come up, no plan), the plan shell ended
+disk did not mount, swap did not come up, no plan) or the plan's did (a
+'# lab: could not ...' line of guest/lib.sh), the plan shell ended
 with a status other than 0, or a program of the plan never started: what
 was expected and did not arrive fails the boot.
 """
@@ -55,7 +56,10 @@ def boot_problems(b):
     if b.ready and never:
         probs.append(("completed", f"{len(never)} program(s) of the plan never started: "
                       f"{', '.join(never)}; console: {b.console}"))
-    setup = [line.strip() for line in text.splitlines() if line.startswith("LAB-ERROR")]
+    # /init's own set-up (LAB-ERROR) and the plan's helpers' (guest/lib.sh:
+    # "# lab: could not write ...", "could not reserve ...")
+    setup = [line.strip() for line in text.splitlines()
+             if line.startswith(("LAB-ERROR", "# lab: could not"))]
     if setup:
         probs.append(("setup", f"{setup[0]}" + (f" (+{len(setup) - 1} more)"
                                                  if len(setup) > 1 else "") +
