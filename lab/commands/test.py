@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 
 from ..core import config, deps
 from ..core.util import LabError, Timer, say
-from ..guest import cache, image, results, run, suites
+from ..guest import cache, image, results, run, skips, suites
 from ..guest.testboot import boot_and_parse, boot_problems
 from ..kernel import build, source
 from . import here
@@ -94,6 +94,9 @@ def judge(arch_name, variant, per_flavour):
                 rows.append(("regress" if suites.is_upstream(r.program) else "fail",
                              name, f"passes on stock, skipped on patched: {r.detail}",
                              r.program))
+            elif r.status == "skip":
+                rows.append(skip_row(arch_name, variant, flavour, r, per_flavour)
+                            + (r.program,))
             elif r.status != "fail" or not suites.is_upstream(r.program):
                 rows.append((r.status, name, r.detail if r.status != "pass" else "",
                              r.program))
@@ -121,6 +124,27 @@ def judge(arch_name, variant, per_flavour):
                              f"{arch_name}/{variant}/{flavour}/{n}",
                              "passes on stock, missing on patched", was.program))
     return rows
+
+
+def skip_row(arch_name, variant, flavour, r, per_flavour):
+    """(status, name, detail) of a skipped leaf r of a main boot: a fixture
+    variant for the other kernel is 'variant' when that kernel's boot ran
+    it or skipped it for a declared reason, and fails when it skipped it
+    otherwise or never ran it (the test vanished there); any other skip
+    must be declared (skips.account())."""
+    name = f"{arch_name}/{variant}/{flavour}/{r.name}"
+    other = skips.other_kernel(r.detail)
+    if other and other != flavour and other in per_flavour:
+        there = next((x for x in per_flavour[other] if x.name == r.name), None)
+        if there is not None and there.status != "skip":
+            return ("variant", name, f"run by the {other} kernel's boot")
+        if there is not None and skips.declared(
+                f"{arch_name}/{variant}/{other}/{r.name}", there.detail):
+            return ("variant", name, f"a declared skip of the {other} kernel's boot")
+        return ("fail", name, f"{r.detail}, but the {other} kernel's boot "
+                + ("skipped it too" if there is not None else "did not run it"))
+    status, detail = skips.account(name, r.detail)
+    return (status, name, detail)
 
 
 def new_failure_lines(patched, stock):
@@ -363,7 +387,16 @@ def tally_boot(tally, prefix, b):
         tally.add("fail", f"{prefix}/{what}", detail)
     leaves = results.parse(b.text())
     for r in leaves:
-        tally.add(r.status, f"{prefix}/{r.name}", r.detail if r.status != "pass" else "")
+        name = f"{prefix}/{r.name}"
+        if r.status != "skip":
+            tally.add(r.status, name, r.detail if r.status != "pass" else "")
+        elif skips.other_kernel(r.detail) == "stock":
+            # the extra boots run the patched kernel only; the main stock
+            # boot runs the stock kernel's variants
+            tally.add("variant", name, "the stock kernel's variant: the main stock boot runs it")
+        else:
+            status, detail = skips.account(name, r.detail)
+            tally.add(status, name, detail)
     if not leaves:
         tally.add("fail", f"{prefix}/results", f"no test result on the console: {b.console}")
 

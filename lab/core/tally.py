@@ -2,6 +2,7 @@
 
 import json
 import time
+from collections import Counter
 
 from . import config
 from .util import Timer, say
@@ -13,10 +14,13 @@ class Tally:
         self.timer = Timer()
 
     def add(self, status, name, detail=""):
-        self.rows.append((status, name, detail))
+        """Add a row.  'variant' is a fixture variant for the other kernel
+        that the other kernel's boot ran (skips.py): kept, not printed."""
         tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
-               "stockfail": "STOCK-FAIL", "flaky": "FLAKY"}[status]
-        print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
+               "stockfail": "STOCK-FAIL", "flaky": "FLAKY", "variant": None}[status]
+        self.rows.append((status, name, detail))
+        if tag:
+            print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
 
     def close(self):
         """Add the row that fails a run in which no row passed (no results,
@@ -35,6 +39,12 @@ class Tally:
                                    for s, n, d in self.rows], indent=1))
         return out
 
+    def skip_reasons(self):
+        """': N <reason>; ...' for the skips, most frequent first."""
+        reasons = Counter(d for s, _, d in self.rows if s == "skip")
+        return "".join((": " if i == 0 else "; ") + f"{n} {r}"
+                       for i, (r, n) in enumerate(reasons.most_common()))
+
     def count(self, status):
         return sum(1 for r in self.rows if r[0] == status)
 
@@ -51,7 +61,10 @@ class Tally:
         if self.count("flaky"):
             say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
                 "but passed when re-run (listed as FLAKY above; not counted)")
-        say(f"{self.count('skip')} skipped")
+        if self.count("variant"):
+            say(f"{self.count('variant')} fixture variants for the other kernel, "
+                "run by that kernel's boot (not counted)")
+        say(f"{self.count('skip')} skipped" + self.skip_reasons())
         for s, n, d in fails:
             print(f"FAILED: {n}  {d}")
         print(f"{self.count('pass')} passed, {len(fails)} failed")
