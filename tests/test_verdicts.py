@@ -66,11 +66,21 @@ def test_an_arch_that_ends_without_a_word_fails(quiet, monkeypatch, jobs, tmp_pa
 REGRESS = [("regress", "x86_64/default/patched/cow/Basic COW", "fails on patched", "cow")]
 
 
-def retry_with(monkeypatch, tmp_path, text):
+def retry_with(monkeypatch, tmp_path, text, stock_text=None, main=()):
+    """retry_regressions() of REGRESS with re-run boots that print text on
+    patched and stock_text (default: text) on stock; main: the patched
+    main boot's leaves."""
     def boot_and_parse(*a, **kw):
-        return fake_boot(tmp_path, text, name=a[4])
+        shown = stock_text if a[1] == "stock" and stock_text is not None else text
+        return fake_boot(tmp_path, shown, name=f"{a[1]}-{a[4]}")
     monkeypatch.setattr(testcmd, "boot_and_parse", boot_and_parse)
-    return testcmd.retry_regressions("x86_64", "default", REGRESS)
+    return testcmd.retry_regressions("x86_64", "default", REGRESS, main)
+
+
+COW_FAILS = ("LAB-READY: 6.12\n# lab: start cow: x\n    # ERROR: wrong data\n"
+             "    not ok 1 Basic COW\nnot ok 1 cow # exit 1\nLAB-EXIT: 0\n")
+COW_PASSES = "LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\nok 1 cow\nLAB-EXIT: 0\n"
+MAIN_COW = results.parse(COW_FAILS)
 
 
 def test_a_warning_in_a_retry_boot_is_a_failure(monkeypatch, tmp_path):
@@ -81,6 +91,7 @@ def test_a_warning_in_a_retry_boot_is_a_failure(monkeypatch, tmp_path):
     assert statuses["x86_64/default/patched/cow/Basic COW"] == "fail"
     assert statuses["x86_64/default/patched-retry1/console"] == "fail"
     assert statuses["x86_64/default/patched-retry2/console"] == "fail"
+    assert statuses["x86_64/default/stock-retry1/console"] == "fail"
 
 
 def test_a_leaf_that_comes_back_skipped_stays_failed(monkeypatch, tmp_path):
@@ -90,10 +101,31 @@ def test_a_leaf_that_comes_back_skipped_stays_failed(monkeypatch, tmp_path):
     assert row[0] == "fail"
 
 
-def test_a_leaf_that_passes_when_re_run_is_flaky(monkeypatch, tmp_path):
-    text = "LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\nok 1 cow\nLAB-EXIT: 0\n"
-    [row] = retry_with(monkeypatch, tmp_path, text)
-    assert row[0] == "flaky"
+def test_a_leaf_that_passes_when_re_run_with_stock_passing_is_a_failure(monkeypatch, tmp_path):
+    """fail (main), then pass, pass on patched, stock passing every time:
+    nothing says stock shares the flake, so it counts."""
+    [row] = retry_with(monkeypatch, tmp_path, COW_PASSES, main=MAIN_COW)
+    assert row[0] == "fail" and "stock did not in 2 re-runs" in row[2]
+
+
+def test_a_leaf_that_stock_fails_the_same_way_when_re_run_is_flaky(monkeypatch, tmp_path):
+    [row] = retry_with(monkeypatch, tmp_path, COW_PASSES, stock_text=COW_FAILS,
+                       main=MAIN_COW)
+    assert row[0] == "flaky" and "stock did the same in 2 of 2" in row[2]
+    # stock failing it another way excuses nothing
+    other = COW_FAILS.replace("wrong data", "lost page")
+    [row] = retry_with(monkeypatch, tmp_path, COW_PASSES, stock_text=other, main=MAIN_COW)
+    assert row[0] == "fail"
+
+
+def test_a_leaf_that_passed_and_fails_in_a_re_run_fails(monkeypatch, tmp_path):
+    """A re-run judges every leaf it ran, not only the regressed ones."""
+    text = ("LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\n"
+            "    # ERROR: x\n    not ok 2 Other COW\nnot ok 1 cow # exit 1\nLAB-EXIT: 0\n")
+    main = results.parse(COW_FAILS.replace("not ok 1 cow # exit 1", "not ok 1 cow")
+                         + "") + [results.Result("cow/Other COW", "pass", "", "cow")]
+    rows = {r[1]: r for r in retry_with(monkeypatch, tmp_path, text, main=main)}
+    assert rows["x86_64/default/patched-retry1/cow/Other COW"][0] == "fail"
 
 
 # A program that timed out: its own result is a made-up leaf, never a PASS
@@ -108,20 +140,22 @@ def retry_timed_out(monkeypatch, tmp_path, top):
     text = ("LAB-READY: 6.12\n# lab: start split_huge_page_test: x\n    ok 1 order 1\n"
             f"    ok 2 order 0\n{top}\nLAB-EXIT: 0\n")
     monkeypatch.setattr(testcmd, "boot_and_parse",
-                        lambda *a, **kw: fake_boot(tmp_path, text, name=a[4]))
-    return {r[1]: r[0] for r in testcmd.retry_regressions("x86_64", "default", TIMED_OUT)}
+                        lambda *a, **kw: fake_boot(tmp_path, text, name=f"{a[1]}-{a[4]}"))
+    main = [results.Result("split_huge_page_test/<exit status>", "fail", "TIMEOUT",
+                           "split_huge_page_test")]
+    return {r[1]: r[0] for r in testcmd.retry_regressions("x86_64", "default",
+                                                          TIMED_OUT, main)}
 
 
-def test_a_program_that_timed_out_and_passes_when_re_run_is_flaky(monkeypatch, tmp_path):
-    # before: <exit status> was looked up as a leaf of the re-run, which a
-    # program that ends ok never has, so it stayed a failure
-    rows = retry_timed_out(monkeypatch, tmp_path, "ok 1 split_huge_page_test")
-    assert set(rows.values()) == {"flaky"}
-
-
-def test_a_program_that_times_out_again_stays_failed(monkeypatch, tmp_path):
+def test_a_program_that_times_out_on_stock_too_when_re_run_is_flaky(monkeypatch, tmp_path):
+    # the re-runs (both kernels) time out: stock did the same
     rows = retry_timed_out(monkeypatch, tmp_path,
                            "not ok 1 split_huge_page_test # TIMEOUT after 600s")
+    assert rows["x86_64/default/patched/split_huge_page_test/<exit status>"] == "flaky"
+
+
+def test_a_program_that_timed_out_once_with_stock_passing_fails(monkeypatch, tmp_path):
+    rows = retry_timed_out(monkeypatch, tmp_path, "ok 1 split_huge_page_test")
     assert rows["x86_64/default/patched/split_huge_page_test/<exit status>"] == "fail"
 
 
@@ -329,28 +363,27 @@ def test_a_stored_stock_boot_with_a_failed_leaf_is_not_reused(inputs, tmp_path, 
     assert len(boots) == 2
 
 
-def write_test_rows(tmp_path, rows):
-    d = tmp_path / "results"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "test-20261125-100000.json").write_text(json.dumps(
-        [{"status": s, "name": n, "detail": ""} for s, n in rows]))
+def harden_suite(monkeypatch, tmp_path, patched, stock):
+    def boot_and_parse(arch_name, flavour, variant, plan, tag, **kw):
+        return fake_boot(tmp_path, patched if flavour == "patched" else stock,
+                         name=f"{flavour}-{tag}")
+    monkeypatch.setattr(harden, "boot_and_parse", boot_and_parse)
+    tally = Tally()
+    harden.run_suite(tally, "arm64", "debug")
+    return {n: (s, d) for s, n, d in tally.rows}
 
 
-def test_harden_excuses_only_stock_failures_of_the_same_variant(tmp_path, monkeypatch):
-    monkeypatch.setattr(config, "WORK", tmp_path)
-    write_test_rows(tmp_path, [
-        ("stockfail", "arm64/debug/stock/cow/Basic COW"),
-        ("stockfail", "arm64/debug/patched/cow/Basic COW"),
-        ("flaky", "arm64/debug/patched/uffd-unit-tests/events on anon"),
-        ("stockfail", "arm64/default/stock/khugepaged"),
-        ("pass", "arm64/debug/stock/mkdirty"),
-    ])
-    known = harden.known_stock_failures("arm64", "debug")
-    assert set(known) == {"cow/Basic COW"}
-    assert "test-20261125-100000.json" in known["cow/Basic COW"]
-    assert "arm64/debug/stock" in known["cow/Basic COW"]
-    assert harden.known_stock_failures("arm64", "default") == {"khugepaged": (
-        "test-20261125-100000.json, arm64/default/stock")}
+def test_harden_excuses_only_what_its_own_stock_boot_failed_the_same_way(
+        monkeypatch, tmp_path):
+    """No failure is excused by its leaf name: the suite boots stock with
+    the same plan, and only the same failure there excuses a patched one."""
+    rows = harden_suite(monkeypatch, tmp_path, COW_FAILS, COW_FAILS)
+    assert rows["arm64/debug/harden-suite/cow/Basic COW"][0] == "stockfail"
+    rows = harden_suite(monkeypatch, tmp_path, COW_FAILS, COW_PASSES)
+    assert rows["arm64/debug/harden-suite/cow/Basic COW"][0] == "fail"
+    rows = harden_suite(monkeypatch, tmp_path, COW_FAILS,
+                        COW_FAILS.replace("wrong data", "lost page"))
+    assert rows["arm64/debug/harden-suite/cow/Basic COW"][0] == "fail"
 
 
 # 8. pytest that ran nothing is a failure

@@ -15,7 +15,6 @@ data-integrity mismatch (stress-ng --verify or stamp), and on any load
 that did not run (no operations counted).
 """
 
-import glob
 import json
 import re
 import sys
@@ -138,35 +137,28 @@ def verdicts(ld, want_seconds):
     return rows
 
 
-def known_stock_failures(arch_name, variant):
-    """{leaf: where it was seen} for the upstream leaves that failed on the
-    stock kernel of the same arch and variant, in the newest 'lab test' that
-    booted that stock kernel.  Patched-only failures (FLAKY or not) excuse
-    nothing: only a failure stock itself showed does."""
-    prefix = f"{arch_name}/{variant}/stock/"
-    files = sorted(glob.glob(str(config.WORK / "results" / "test-*.json")))
-    for f in reversed(files):
-        rows = json.loads(open(f).read())
-        mine = [r for r in rows if r["name"].startswith(prefix)]
-        if mine:
-            where = f"{f.rsplit('/', 1)[-1]}, {prefix.rstrip('/')}"
-            return {r["name"][len(prefix):]: where for r in mine
-                    if r["status"] == "stockfail"}
-    return {}
-
-
 def run_suite(tally, arch_name, variant):
+    """The test plan on the patched kernel, and on stock with the same plan:
+    an upstream leaf that fails on patched is excused (STOCK-FAIL) only when
+    that stock boot failed it too, without a failure line patched printed
+    and stock did not; no failure is excused by its name alone."""
+    plan = suites.test_plan(arch_name, variant=variant)
+    per = {}
+    for flavour in ("patched", "stock"):
+        prefix = f"{arch_name}/{variant}/harden-suite" + ("-stock" if flavour == "stock" else "")
+        b = boot_and_parse(arch_name, flavour, variant, plan,
+                           "harden-suite", timeout=6 * 3600)
+        for what, detail in boot_problems(b):
+            tally.add("fail", f"{prefix}/{what}", detail)
+        per[flavour] = results.parse(b.text())
+    stock = {r.name: r for r in per["stock"]}
     prefix = f"{arch_name}/{variant}/harden-suite"
-    b = boot_and_parse(arch_name, "patched", variant,
-                       suites.test_plan(arch_name, variant=variant),
-                       "harden-suite", timeout=6 * 3600)
-    for what, detail in boot_problems(b):
-        tally.add("fail", f"{prefix}/{what}", detail)
-    known = known_stock_failures(arch_name, variant)
-    for r in results.parse(b.text()):
+    for r in per["patched"]:
         status, detail = r.status, r.detail if r.status != "pass" else ""
-        if status == "fail" and suites.is_upstream(r.program) and r.name in known:
-            status, detail = "stockfail", f"fails on stock 6.12 too (seen in {known[r.name]})"
+        was = stock.get(r.name)
+        if status == "fail" and suites.is_upstream(r.program) and was is not None \
+                and was.status == "fail" and not results.new_failure_lines(r, was):
+            status, detail = "stockfail", "fails the same way on stock 6.12 in this run"
         tally.add(status, f"{prefix}/{r.name}", detail)
 
 

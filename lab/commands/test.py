@@ -21,6 +21,7 @@ any failure.
 
 import re
 import subprocess
+from collections import Counter
 import sys
 import threading
 import time
@@ -104,13 +105,10 @@ def judge(arch_name, variant, per_flavour):
                 rows.append(("stockfail", name, "upstream test fails on stock 6.12",
                              r.program))
             elif was and was.status == "fail":
-                new = new_failure_lines(r, was)
+                new = results.new_failure_lines(r, was)
                 rows.append(("regress", name, "fails on stock too, but printed failure "
                              f"lines stock did not: {new[0]}", r.program) if new else
                             ("stockfail", name, "fails on stock too", r.program))
-            elif seen := suites.known_stock_failure(r):
-                rows.append(("stockfail", name, "fails the way stock 6.12 was seen "
-                             f"failing ({seen}): {r.errors[0]}", r.program))
             else:
                 rows.append(("regress", name, "fails on patched, passes on stock"
                              if was else "fails on patched; no stock result",
@@ -147,66 +145,68 @@ def skip_row(arch_name, variant, flavour, r, per_flavour):
     return (status, name, detail)
 
 
-def new_failure_lines(patched, stock):
-    """The failure lines of a patched leaf whose shape (results.failure_shape)
-    the same leaf on stock did not print."""
-    seen = {results.failure_shape(e) for e in stock.errors}
-    return [e for e in patched.errors if results.failure_shape(e) not in seen]
+def same_way(patched, stock):
+    """Whether a stock re-run's leaf (a results.Result, or None when the
+    re-run lacked it) did what the patched main boot's did: lacked it too,
+    skipped it too, or failed it without a failure line patched's failure
+    printed and it did not (results.new_failure_lines())."""
+    if patched is None or stock is None:
+        return patched is None and stock is None
+    if patched.status == "skip":
+        return stock.status == "skip"
+    return (patched.status == "fail" and stock.status == "fail"
+            and not results.new_failure_lines(patched, stock))
 
 
-def retry_regressions(arch_name, variant, rows, attempts=2):
-    """Re-run, on patched, the upstream programs that regressed.
+def retry_regressions(arch_name, variant, rows, patched_leaves=(), attempts=2):
+    """Re-run the upstream programs that regressed, on patched and on stock
+    alike, attempts times each.
 
-    Upstream selftests can be racy under emulation (uffd-unit-tests' events
-    test saw UFFDIO_COPY fail with ENOENT on stock once).  A program whose
-    regressed leaves all PASS in a re-run is reported as FLAKY, not hidden;
-    a leaf that fails, skips or is missing in every re-run stays a failure.
-    A re-run boot's own problems (a kernel report, a timeout, no exit
-    marker) are failed rows of their own: a patched kernel that warns in a
-    re-run fails the run.  The leaves results.parse() makes up for a
-    program's own failure (<exit status>: a timeout, an exit code;
-    <did not finish>) never come as a PASS: a re-run clears them when the
-    program's own result line there is ok.
+    Upstream selftests can be racy under emulation.  A regressed leaf is
+    FLAKY (listed, not counted) only when stock, re-run as often, did the
+    same at least once (same_way() against the patched main boot's leaf in
+    patched_leaves); otherwise it fails, whatever the patched re-runs did:
+    fail, fail, pass on patched with stock passing is a failure.  Every leaf
+    a patched re-run reports is judged as well: one that fails there and
+    did not fail in the main boot fails.  A re-run boot's own problems (a
+    kernel report, a timeout, no exit marker) are failed rows of their own.
     """
+    regressed = {r[1].split("/patched/", 1)[1] for r in rows if r[0] == "regress"}
     progs = sorted({r[3] for r in rows if r[0] == "regress"})
     if not progs:
         return rows
-    passed = set()
+    main = {r.name: r for r in patched_leaves}
+    same = Counter()
     extra = []
+    plan = suites.test_plan(arch_name, only=set(progs), variant=variant)
     for attempt in range(1, attempts + 1):
-        todo = [p for p in progs if p not in passed]
-        if not todo:
-            break
-        say(f"re-running on patched (attempt {attempt}): {', '.join(todo)}")
-        plan = suites.test_plan(arch_name, only=set(todo), variant=variant)
-        b = boot_and_parse(arch_name, "patched", variant, plan, f"retry{attempt}",
-                           **TEST_BOOT)
-        problems = boot_problems(b)
-        for what, detail in problems:
-            extra.append(("fail", f"{arch_name}/{variant}/patched-retry{attempt}/{what}",
-                          detail, ""))
-        if problems:
-            continue
-        leaves = {r.name: r for r in results.parse(b.text())}
-        programs = results.program_results(b.text())
-
-        def cleared(name, prog):
-            # a made-up leaf clears when the program passes without it
-            if name.partition("/")[2] in results.PROGRAM_LEAVES:
-                return programs.get(prog) == "pass" and name not in leaves
-            return name in leaves and leaves[name].status == "pass"
-
-        for p in todo:
-            failing = [r[1].split("/patched/", 1)[1] for r in rows
-                       if r[0] == "regress" and r[3] == p]
-            if all(cleared(n, p) for n in failing):
-                passed.add(p)
+        for flavour in config.FLAVOURS[::-1]:
+            say(f"re-running on {flavour} (attempt {attempt}): {', '.join(progs)}")
+            b = boot_and_parse(arch_name, flavour, variant, plan, f"retry{attempt}",
+                               **TEST_BOOT)
+            prefix = f"{arch_name}/{variant}/{flavour}-retry{attempt}"
+            problems = boot_problems(b)
+            for what, detail in problems:
+                extra.append(("fail", f"{prefix}/{what}", detail, ""))
+            if problems:
+                continue
+            leaves = {r.name: r for r in results.parse(b.text())}
+            if flavour == "stock":
+                same.update(n for n in regressed if same_way(main.get(n), leaves.get(n)))
+                continue
+            for r in leaves.values():
+                was = main.get(r.name)
+                if r.status == "fail" and r.name not in regressed and \
+                        (was is None or was.status != "fail"):
+                    extra.append(("fail", f"{prefix}/{r.name}", "fails in the re-run, "
+                                  "did not in the main boot", r.program))
     out = []
     for status, name, detail, prog in rows:
         if status == "regress":
-            status = "flaky" if prog in passed else "fail"
-            detail += "; passed when re-run" if prog in passed else \
-                f"; not passed in {attempts} re-runs either"
+            n = same[name.split("/patched/", 1)[1]]
+            status = "flaky" if n else "fail"
+            detail += (f"; stock did the same in {n} of {attempts} re-runs" if n else
+                       f"; stock did not in {attempts} re-runs")
         out.append((status, name, detail, prog))
     return out + extra
 
@@ -305,7 +305,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
         if not per_flavour[flavour]:
             tally.add("fail", f"{arch_name}/{variant}/{flavour}/results",
                       f"no test result on the console: {b.console}")
-    rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour))
+    rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour),
+                             per_flavour["patched"])
     for status, name, detail, _ in rows:
         tally.add(status, name, detail)
     if own and arch_name in suites.NO_RANGE_TLBI:

@@ -60,7 +60,7 @@ class Tally:
                 "6.12 too (listed as STOCK-FAIL above; not counted)")
         if self.count("flaky"):
             say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
-                "but passed when re-run (listed as FLAKY above; not counted)")
+                "and on stock alike when re-run (listed as FLAKY above; not counted)")
         if self.count("variant"):
             say(f"{self.count('variant')} fixture variants for the other kernel, "
                 "run by that kernel's boot (not counted)")

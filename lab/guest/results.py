@@ -72,6 +72,13 @@ def failure_shape(line):
     return _NUMBER.sub("N", _ANSI.sub("", line)).strip()
 
 
+def new_failure_lines(patched, stock):
+    """The failure lines of a patched leaf (a Result) whose shape
+    (failure_shape()) the same leaf on stock did not print."""
+    seen = {failure_shape(e) for e in stock.errors}
+    return [e for e in patched.errors if failure_shape(e) not in seen]
+
+
 # The leaves parse() makes up for a program whose own result line is the
 # failure: it ended not ok with no failed subtest, or never reported, or it
 # reported another number of subtests than its KTAP plan said.

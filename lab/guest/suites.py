@@ -185,32 +185,6 @@ FIXED_HINT_PROGRAMS = {"khugepaged", "uffd-unit-tests"}
 # does not stop the cases after it.  program -> seconds per case.
 CASE_PROGRAMS = {"uffd-unit-tests": 300}
 
-# Upstream failures that stock 6.12 shows too, but not in every run, so
-# that a run where only the patched kernel hit one would otherwise count it
-# as a regression.  program -> (the leaves it excuses, the only failure line
-# such a leaf may print, where stock was seen failing).  Any other leaf of
-# the program, or another failure line, still counts.
-KNOWN_STOCK_FAILURES = {
-    "uffd-unit-tests": (
-        re.compile(r"^uffd-unit-tests/events(-wp)? on anon$"),
-        re.compile(r"^(# )?Testing events(-wp)? on anon\.\.\. "
-                   r"ERROR: UFFDIO_COPY error: -2 "),
-        "stock x86_64, lab test of 2026-11-23 (console-x86_64-default-stock-tests.log)"),
-}
-
-
-def known_stock_failure(leaf):
-    """Where stock 6.12 was seen failing the same way, when a failed leaf
-    (a results.Result) is one its KNOWN_STOCK_FAILURES entry excuses and
-    every failure line it printed matches; else None."""
-    known = KNOWN_STOCK_FAILURES.get(leaf.program)
-    if not known or not leaf.errors:
-        return None
-    name, line, seen = known
-    if not name.match(leaf.name):
-        return None
-    return seen if all(line.match(e) for e in leaf.errors) else None
-
 
 def plan_programs(plan):
     """The programs a plan runs, in order: the name on each lab_run and
