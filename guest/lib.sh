@@ -183,6 +183,17 @@ lab_sysfs() {
 	echo "$2" > "$1" || echo "# lab: could not write '$2' to $1"
 }
 
+# lab_hugepages SIZE_KB COUNT: reserve COUNT hugetlb pages of SIZE_KB where
+# the kernel has that size; a reservation that falls short prints a
+# "could not" line, which fails a test boot.
+lab_hugepages() {
+	f=/sys/kernel/mm/hugepages/hugepages-$1kB/nr_hugepages
+	[ -e "$f" ] || return 0
+	lab_sysfs "$f" "$2"
+	[ "$(cat "$f")" = "$2" ] ||
+		echo "# lab: could not reserve $2 huge pages of $1 kB: $(cat "$f") reserved"
+}
+
 # lab_thp_only SIZE: anonymous THP of one size only (e.g. 64kB, 2048kB), or
 # "none" for 4 kB pages only.  Per-size "always" works whatever the
 # top-level setting is.

@@ -173,3 +173,35 @@ def test_more_results_than_the_plan_fail_too():
     text = "# lab: start t: x\n    1..1\n    ok 1 a\n    ok 2 b\nok 1 t\n"
     rs = by_name(results.parse(text))
     assert rs["t/<plan count>"].status == "fail"
+
+
+def test_xfail_and_todo_count_as_expected_failures_not_as_passes():
+    text = ("# lab: start cow: x\n    1..3\n    ok 1 # XFAIL Leak from parent into child\n"
+            "    not ok 2 racy case # TODO not fixed upstream\n    ok 3 Basic COW\nok 1 cow\n")
+    rs = by_name(results.parse(text))
+    leak = rs["cow/# XFAIL Leak from parent into child"]
+    assert leak.status == "xfail" and leak.detail == "XFAIL: Leak from parent into child"
+    assert rs["cow/racy case"].status == "xfail"
+    assert rs["cow/Basic COW"].status == "pass"
+
+
+def test_an_expected_failure_on_patched_where_stock_passes_regresses():
+    from lab.commands import test as testcmd
+    stock = "# lab: start cow: x\n    ok 1 Leak\nok 1 cow\n"
+    patched = "# lab: start cow: x\n    ok 1 Leak # XFAIL leaks\nok 1 cow\n"
+    rows = testcmd.judge("x86_64", "default", {"stock": results.parse(stock),
+                                               "patched": results.parse(patched)})
+    got = {r[1]: r[0] for r in rows}
+    assert got["x86_64/default/patched/cow/Leak"] == "regress"
+    same = testcmd.judge("x86_64", "default", {"stock": results.parse(patched),
+                                               "patched": results.parse(patched)})
+    assert {r[0] for r in same} == {"xfail"}
+
+
+def test_a_skip_without_a_description_is_a_skip_not_a_pass():
+    """kselftest.h prints 'ok N # SKIP reason' with no test name (mkdirty's
+    'mbind() failed' on one NUMA node): that is a skip."""
+    rs = results.parse("# lab: start mkdirty: x\n    1..1\n    ok 4 # SKIP mbind() failed\n"
+                       "ok 1 mkdirty\n")
+    assert [(r.name, r.status, r.detail) for r in rs] == [
+        ("mkdirty/# SKIP mbind() failed", "skip", "mbind() failed")]

@@ -237,8 +237,9 @@ def test_a_plan_helper_that_could_not_set_up_fails_the_boot():
 
 
 def test_the_prologue_checks_its_huge_page_reservation():
-    assert f"nr_hugepages {suites.HUGEPAGES}" in suites.PROLOGUE
-    assert "# lab: could not reserve" in suites.PROLOGUE
+    assert "lab_hugepages 2048 48\n" in suites.PROLOGUE
+    lib = (config.GUEST / "lib.sh").read_text()
+    assert "# lab: could not reserve" in lib
 
 
 def test_the_guest_is_told_which_disks_to_check(monkeypatch, tmp_path):

@@ -89,11 +89,12 @@ def judge(arch_name, variant, per_flavour):
         for r in leaves:
             name = f"{arch_name}/{variant}/{flavour}/{r.name}"
             was = stock.get(r.name)
-            lost = (flavour != "stock" and r.status == "skip" and was
+            lost = (flavour != "stock" and r.status in ("skip", "xfail") and was
                     and was.status == "pass" and not suites.stock_only(r.name))
             if lost:
+                what = "skipped" if r.status == "skip" else "an expected failure"
                 rows.append(("regress" if suites.is_upstream(r.program) else "fail",
-                             name, f"passes on stock, skipped on patched: {r.detail}",
+                             name, f"passes on stock, {what} on patched: {r.detail}",
                              r.program))
             elif r.status == "skip":
                 rows.append(skip_row(arch_name, variant, flavour, r, per_flavour)
@@ -152,8 +153,8 @@ def same_way(patched, stock):
     printed and it did not (results.new_failure_lines())."""
     if patched is None or stock is None:
         return patched is None and stock is None
-    if patched.status == "skip":
-        return stock.status == "skip"
+    if patched.status in ("skip", "xfail"):
+        return stock.status == patched.status
     return (patched.status == "fail" and stock.status == "fail"
             and not results.new_failure_lines(patched, stock))
 

@@ -17,7 +17,8 @@ class Tally:
         """Add a row.  'variant' is a fixture variant for the other kernel
         that the other kernel's boot ran (skips.py): kept, not printed."""
         tag = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
-               "stockfail": "STOCK-FAIL", "flaky": "FLAKY", "variant": None}[status]
+               "stockfail": "STOCK-FAIL", "flaky": "FLAKY", "xfail": "XFAIL",
+               "variant": None}[status]
         self.rows.append((status, name, detail))
         if tag:
             print(f"{tag:10} {name}{'  # ' + detail if detail else ''}", flush=True)
@@ -61,6 +62,9 @@ class Tally:
         if self.count("flaky"):
             say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
                 "and on stock alike when re-run (listed as FLAKY above; not counted)")
+        if self.count("xfail"):
+            say(f"{self.count('xfail')} expected failures (XFAIL, TODO), on stock "
+                "as on patched (listed as XFAIL above; not counted)")
         if self.count("variant"):
             say(f"{self.count('variant')} fixture variants for the other kernel, "
                 "run by that kernel's boot (not counted)")

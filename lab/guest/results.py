@@ -13,6 +13,13 @@ from dataclasses import dataclass
 TOP_RE = re.compile(r"^(not ok|ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 SUB_RE = re.compile(r"^    (not ok|ok) (\d+) (.*?)(?:\s+#\s*(SKIP|TODO|XFAIL)\b(.*))?$",
                     re.IGNORECASE)
+# A result with no description, only a directive ('ok 4 # SKIP mbind()
+# failed', as kselftest.h's ksft_test_result_skip() prints): its name is the
+# whole text after the number, as before, and the directive still counts.
+BARE_DIRECTIVE_RE = re.compile(r"^#\s*(SKIP|TODO|XFAIL)\b(.*)$", re.IGNORECASE)
+# The case a kselftest.h program (cow) announces before its result; a bare
+# directive's detail names it, as its result line does not.
+RUN_RE = re.compile(r"^    # \[RUN\] (.*?)\s*$")
 START_RE = re.compile(r"^# lab: start ([^:\s]+):")
 # A program's KTAP plan: how many subtest results it will print.
 PLAN_RE = re.compile(r"^    1\.\.(\d+)\s*$")
@@ -51,7 +58,7 @@ REPORTS = [
 @dataclass
 class Result:
     name: str          # "<program>/<subtest>" or "<program>"
-    status: str        # pass | fail | skip
+    status: str        # pass | fail | skip | xfail (XFAIL or TODO)
     detail: str = ""
     program: str = ""
     # the program's own output lines that report a failure (FAILURE_LINE):
@@ -145,6 +152,7 @@ def parse(text):
     since = []          # ... since its last subtest result
     current = None
     planned = None      # the sum of the program's KTAP plans, if it had one
+    announced = ""      # the program's last '# [RUN] ...' case
     for line in console_lines(text):
         m = START_RE.match(line)
         if m:
@@ -152,20 +160,35 @@ def parse(text):
                 # the program before never reported: keep what it did
                 results.extend(_unfinished(current, subs))
             current, subs, errors, since = m.group(1), [], [], []
-            planned = None
+            planned, announced = None, ""
             continue
         m = PLAN_RE.match(line)
         if m and current:
             planned = (planned or 0) + int(m.group(1))
             continue
+        m = RUN_RE.match(line)
+        if m and current:
+            announced = m.group(1)
+            continue
         m = SUB_RE.match(line)
         if m and current:
             status = "fail" if m.group(1).lower() == "not ok" else "pass"
             directive = (m.group(4) or "").upper()
+            detail = (m.group(5) or "").strip()
+            bare = BARE_DIRECTIVE_RE.match(m.group(3).strip())
+            if bare and not directive:
+                directive, detail = bare.group(1).upper(), bare.group(2).strip()
+                if announced:
+                    detail = f"{detail} ({announced})"
+            announced = ""
             if directive == "SKIP":
                 status = "skip"
+            elif directive in ("TODO", "XFAIL"):
+                # an expected failure (kselftest's XFAIL, KTAP's TODO): what
+                # it is, neither a pass nor a failure
+                status, detail = "xfail", f"{directive}: {detail}"
             subs.append(Result(f"{current}/{m.group(3).strip()}", status,
-                               (m.group(5) or "").strip(), current, tuple(since)))
+                               detail, current, tuple(since)))
             since = []
             continue
         if current and FAILURE_LINE.search(_ANSI.sub("", line)):

@@ -38,7 +38,8 @@ from ..kernel import source
 
 ORIGIN = "foliobatch"
 STATUS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP",
-          "stockfail": "FAIL", "flaky": "PASS", "variant": "SKIP"}
+          "stockfail": "FAIL", "flaky": "PASS", "variant": "SKIP",
+          "xfail": "DONE"}
 # extra boots of a patched kernel: the part after 'patched-' in a row name
 ENVIRONMENTS = {"cortex-a72": "QEMU -cpu cortex-a72 (no FEAT_TLBIRANGE)",
                 "bootparam": "foliobatch= on the kernel command line"}
