@@ -578,3 +578,28 @@ def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsy
     out = capsys.readouterr().out
     assert "NameError: name 'plan' is not defined" in out
     assert out.rstrip().endswith("1 passed, 1 failed")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_check_thread_that_ends_without_a_word_fails(monkeypatch, capsys):
+    """SystemExit in the check thread (config.arch() raises it) is not an
+    Exception: before, the run printed '1 passed, 0 failed' and exit 0."""
+    from types import SimpleNamespace
+
+    from lab.cli import test as cli_test
+    from lab.kernel import check, export
+
+    def exits(tally, use_cache=True):
+        raise SystemExit("lab: unknown arch 'riscv64'")
+
+    monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: tally.add("pass", "x/y"))
+    monkeypatch.setattr(build, "build", lambda *a, **kw: None)
+    monkeypatch.setattr(check, "ci_form", exits)
+    monkeypatch.setattr(export, "test_row", lambda tally: None)
+    monkeypatch.setattr(testcmd, "nosplit_check", lambda tally, a, v: None)
+    monkeypatch.setattr(harden, "short_form", lambda tally, arches: None)
+    args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
+                           no_pytest=True, no_own=False, no_upstream=False,
+                           no_cache=False, jobs=2, no_check=False, kcidb=None)
+    assert cli_test.cmd_test(args) == 1
+    assert capsys.readouterr().out.rstrip().endswith("1 passed, 1 failed")

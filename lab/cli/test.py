@@ -56,9 +56,14 @@ def cmd_test(args):
         if harden_too:
             for kernel in harden.short_kernels(arches):
                 test.guarded(tally, f"{kernel[0]}/{kernel[1]}/lab", build.build, *kernel)
-        checker = threading.Thread(target=test.guarded, name="check",
-                                   args=(tally, "check/lab", check.ci_form, tally),
-                                   kwargs={"use_cache": not args.no_cache})
+        checked = []
+
+        def run_check():
+            test.guarded(tally, "check/lab", check.ci_form, tally,
+                         use_cache=not args.no_cache)
+            checked.append(True)
+
+        checker = threading.Thread(target=run_check, name="check")
         checker.start()
     if harden_too:
         # every step under the same net as the arches' threads: an
@@ -68,6 +73,11 @@ def cmd_test(args):
         test.guarded(tally, "harden/lab", harden.short_form, tally, arches)
     if checker:
         checker.join()
+        # a thread that ended without a word (SystemExit is not an
+        # Exception, guarded() lets it through) must not pass by silence
+        if not checked:
+            tally.add("fail", "check/lab", "the check leaves ended without reporting "
+                      "(see the traceback above)")
     tally.close()
     if args.kcidb:
         from pathlib import Path
