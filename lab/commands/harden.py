@@ -201,6 +201,8 @@ def harden_arch(tally, arch_name, variant="debug", seconds=1800, round_s=300,
     """Build, then the suite (optional) and the load; rows go to tally."""
     t = Timer()
     build.build(arch_name, variant, "patched")
+    if suite:
+        build.build(arch_name, variant, "stock")
     image.build(arch_name)
     if suite:
         run_suite(tally, arch_name, variant)
