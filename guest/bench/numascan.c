@@ -14,14 +14,14 @@
  * guest's only node).  The scan is tuned to run often: scan_delay_ms 0,
  * scan_period_min_ms and scan_period_max_ms 100 (debugfs; put back on exit).
  *
- * The scan runs as task work of the task whose tick asked for it, on its
- * way back to user space: the task that spins here.  So each pass is a
- * stall of the spinning loop, which reads CLOCK_MONOTONIC (instruction-time
- * under -icount) over and over and keeps the longest gap between two reads
- * in each window between two reads of numa_pte_updates.  The window in which
- * numa_pte_updates grows by the region's PTEs or more holds the pass, and
- * its longest gap is the pass's time (with the tick that started it; the
- * other ticks of the window are microseconds).  After each pass, balancing
+ * The scan runs as task work (task_numa_work()) of the task whose tick
+ * asked for it, on its way back to user space: here the task that spins.
+ * A kprobe and a kretprobe on task_numa_work(), traced in a trace instance
+ * of the program's own, time each call by the trace clock (sched_clock:
+ * instruction-time under -icount); a pass's time is the sum of the calls
+ * between turning kernel.numa_balancing on and seeing numa_pte_updates grow
+ * by the region's PTEs (the counter is read every millisecond of spinning,
+ * and the scan period is 100 ms: one pass).  After each pass, balancing
  * is turned off and every page is read: the hinting fault of a folio's
  * first page maps the folio again (6.12 rebuilds a large folio's PTEs at
  * once), so that the next pass changes all PTEs again.
@@ -31,11 +31,15 @@
  * many again (the process's other pages are a few dozen), or no pass came
  * within 60 s.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lab.h"
@@ -44,7 +48,6 @@
 #define SZ_2M		(2UL << 20)
 #define SYSCTL		"/proc/sys/kernel/numa_balancing"
 #define DEBUGFS		"/sys/kernel/debug/sched/numa_balancing/"
-#define SPIN_READS	(1UL << 14)
 
 static const char *const knobs[] = {
 	DEBUGFS "scan_delay_ms", DEBUGFS "scan_period_min_ms",
@@ -90,44 +93,125 @@ static int knobs_set(void)
 	return 0;
 }
 
-/*
- * Spins until numa_pte_updates grows by @want or more between two of its
- * reads, for at most 60 s.  Returns the longest gap between two clock reads
- * in that window (ns), with the growth in *@updates; -1 on timeout.
- */
-static long long wait_pass(long long want, long long *updates)
+#define LAB_TRACING	"/sys/kernel/tracing"
+#define INSTANCE	LAB_TRACING "/instances/numascan"
+#define EVENT_IN	"numascan/scan_in"
+#define EVENT_OUT	"numascan/scan_out"
+
+static int kprobe_events(const char *def)
 {
-	long long t0 = lab_now_ns(), prev, now, gap, longest, u0, u1;
-	unsigned long i;
+	int fd = open(LAB_TRACING "/kprobe_events", O_WRONLY | O_APPEND);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, def, strlen(def));
+	close(fd);
+	return n < 0 ? -1 : 0;
+}
+
+/* The two probes on task_numa_work(), traced in INSTANCE only. */
+static int trace_setup(void)
+{
+	if (!lab_path_exists(LAB_TRACING "/kprobe_events") &&
+	    mount("tracefs", LAB_TRACING, "tracefs", 0, NULL))
+		return -1;
+	if ((!lab_path_exists(LAB_TRACING "/events/" EVENT_IN) &&
+	     (kprobe_events("p:" EVENT_IN " task_numa_work") ||
+	      kprobe_events("r:" EVENT_OUT " task_numa_work"))) ||
+	    (!lab_path_exists(INSTANCE) && mkdir(INSTANCE, 0755)))
+		return -1;
+	return lab_write_file(INSTANCE "/events/numascan/enable", "1");
+}
+
+static void trace_teardown(void)
+{
+	lab_write_file(INSTANCE "/events/numascan/enable", "0");
+	rmdir(INSTANCE);
+	kprobe_events("-:" EVENT_IN);
+	kprobe_events("-:" EVENT_OUT);
+}
+
+static int trace_clear(void)
+{
+	int fd = open(INSTANCE "/trace", O_WRONLY | O_TRUNC);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The time (ns) task_numa_work() took in the calls traced since
+ * trace_clear(), in *@calls how many; -1 if an entry has no exit.
+ */
+static long long trace_scan_ns(int *calls)
+{
+	FILE *f = fopen(INSTANCE "/trace", "r");
+	long long sec, usec, t, in = -1, sum = 0;
+	char line[512], *p;
+
+	*calls = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		bool out = strstr(line, ": scan_out:");
+
+		if (line[0] == '#' || (!out && !strstr(line, ": scan_in:")))
+			continue;
+		/* "... [001] d..2.   105.123456: scan_in: ..." */
+		p = strstr(line, out ? ": scan_out:" : ": scan_in:");
+		*p = '\0';
+		p = strrchr(line, ' ');
+		if (!p || sscanf(p + 1, "%lld.%lld", &sec, &usec) != 2)
+			continue;
+		t = sec * 1000000000LL + usec * 1000;
+		if (!out) {
+			in = t;
+		} else if (in >= 0) {
+			sum += t - in;
+			(*calls)++;
+			in = -1;
+		}
+	}
+	fclose(f);
+	return in >= 0 ? -1 : sum;
+}
+
+/*
+ * Spins until numa_pte_updates has grown by @want or more since the call,
+ * reading it every millisecond, for at most 60 s; *@updates gets the
+ * growth.  Returns 0, or -1 on timeout.
+ */
+static int wait_pass(long long want, long long *updates)
+{
+	long long t0 = lab_now_ns(), t, u0, u1;
 
 	u0 = lab_vmstat("numa_pte_updates");
-	if (u0 < 0)
+	if (u0 < 0 || lab_write_file(SYSCTL, "1"))
 		return -1;
-	while (lab_now_ns() - t0 < 60 * 1000000000LL) {
-		longest = 0;
-		prev = lab_now_ns();
-		for (i = 0; i < SPIN_READS; i++) {
-			now = lab_now_ns();
-			gap = now - prev;
-			if (gap > longest)
-				longest = gap;
-			prev = now;
-		}
+	for (t = lab_now_ns(); t - t0 < 60 * 1000000000LL;) {
+		long long next = t + 1000000;
+
+		while ((t = lab_now_ns()) < next)
+			;
 		u1 = lab_vmstat("numa_pte_updates");
 		if (u1 < 0)
-			return -1;
+			break;
 		if (u1 - u0 >= want) {
 			*updates = u1 - u0;
-			return longest;
+			return lab_write_file(SYSCTL, "0") ? -1 : 0;
 		}
-		u0 = u1;
 	}
+	lab_write_file(SYSCTL, "0");
 	return -1;
 }
 
 int main(int argc, char **argv)
 {
 	long long pass_ns, total = 0, longest = 0, updates, all = 0;
+	int calls;
 	size_t size, i, n;
 	long passes, p;
 	pthread_t helper;
@@ -166,15 +250,21 @@ int main(int argc, char **argv)
 	if (knobs_set())
 		goto out;
 
+	if (trace_setup()) {
+		fprintf(stderr, "numascan: cannot trace task_numa_work() (kprobe events, %s)\n",
+			INSTANCE);
+		goto out;
+	}
 	for (p = 0; p < passes; p++) {
-		if (lab_write_file(SYSCTL, "1"))
-			goto out;
-		pass_ns = wait_pass(n, &updates);
-		if (lab_write_file(SYSCTL, "0"))
-			goto out;
-		if (pass_ns < 0) {
+		if (trace_clear() || wait_pass(n, &updates)) {
 			fprintf(stderr, "numascan: no scan pass changed the %zu PTEs within 60 s (pass %ld)\n",
 				n, p);
+			goto out;
+		}
+		pass_ns = trace_scan_ns(&calls);
+		if (pass_ns <= 0 || !calls) {
+			fprintf(stderr, "numascan: pass %ld: no complete task_numa_work() call traced\n",
+				p);
 			goto out;
 		}
 		if (updates > (long long)(n + n / 2)) {
@@ -202,6 +292,7 @@ int main(int argc, char **argv)
 	printf("METRIC passes %ld\n", passes);
 	ret = 0;
 out:
+	trace_teardown();
 	if (knobs_restore())
 		ret = 1;
 	return ret;
