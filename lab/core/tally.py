@@ -8,6 +8,17 @@ from . import config
 from .util import Timer, say
 
 
+# The rows listed but not counted, and what the summary calls them.
+NOT_COUNTED = (
+    ("stockfail", "upstream selftest leaves fail on stock 6.12 too (listed as STOCK-FAIL above)"),
+    ("flaky", "upstream selftest leaves failed on patched and on stock alike when re-run "
+              "(listed as FLAKY above)"),
+    ("xfail", "expected failures (XFAIL, TODO), on stock as on patched (listed as XFAIL "
+              "above)"),
+    ("variant", "fixture variants for the other kernel, run by that kernel's boot"),
+)
+
+
 class Tally:
     def __init__(self):
         self.rows = []          # (status, name, detail)
@@ -56,18 +67,9 @@ class Tally:
         fails = [r for r in self.rows if r[0] == "fail"]
         print()
         say(f"results: {out}  (total time {self.timer})")
-        if self.count("stockfail"):
-            say(f"{self.count('stockfail')} upstream selftest leaves fail on stock "
-                "6.12 too (listed as STOCK-FAIL above; not counted)")
-        if self.count("flaky"):
-            say(f"{self.count('flaky')} upstream selftest leaves failed on patched "
-                "and on stock alike when re-run (listed as FLAKY above; not counted)")
-        if self.count("xfail"):
-            say(f"{self.count('xfail')} expected failures (XFAIL, TODO), on stock "
-                "as on patched (listed as XFAIL above; not counted)")
-        if self.count("variant"):
-            say(f"{self.count('variant')} fixture variants for the other kernel, "
-                "run by that kernel's boot (not counted)")
+        for status, what in NOT_COUNTED:
+            if self.count(status):
+                say(f"{self.count(status)} {what} (not counted)")
         say(f"{self.count('skip')} skipped" + self.skip_reasons())
         for s, n, d in fails:
             print(f"FAILED: {n}  {d}")
