@@ -129,12 +129,13 @@ def expected_switches(cmdline, arch_name):
 # exist, per size the kernel has (lab_hugepages in guest/lib.sh): cow maps
 # two pages of each size, and uffd-unit-tests' hugetlb cases map 32 MB as
 # source and 32 MB as destination (UFFDIO_TEST_MEM_SIZE) of the default
-# size: 32 pages of 2 MB, and the rest for cow.  arm64 also has 64 kB and
-# 32 MB (contiguous PTEs and PMDs); its 1 GB size cannot be reserved in a
-# 2 GB guest, and cow's cases of it are declared skips (skips.tsv).  A
-# reservation that falls short is a setup failure of the boot
-# (testboot.boot_problems() reads the plan's "could not" lines).
-HUGEPAGES = {2048: 48, 64: 8, 32768: 2}
+# size: 32 pages of 2 MB, and the rest for cow.  arm64 also has 64 kB
+# (contiguous PTEs).  Its 32 MB (contiguous PMDs) and 1 GB sizes are
+# gigantic, above MAX_PAGE_ORDER: the lab kernels, without CONTIG_ALLOC,
+# cannot allocate them at run time, and cow's cases of them are declared
+# skips (skips.tsv).  A reservation that falls short is a setup failure of
+# the boot (testboot.boot_problems() reads the plan's "could not" lines).
+HUGEPAGES = {2048: 48, 64: 8}
 PROLOGUE = ". /lab/lib.sh\n" + "".join(
     f"lab_hugepages {kb} {n}\n" for kb, n in HUGEPAGES.items())
 
