@@ -236,6 +236,15 @@ def test_a_plan_helper_that_could_not_set_up_fails_the_boot():
     assert boot_problems(Boot("LAB-READY: 6.12\n    # lab: could not x\nLAB-EXIT: 0\n")) == []
 
 
+def test_arm64_test_boots_reserve_the_gigantic_pages_the_prologue_checks():
+    """32 MB pages cannot be allocated at run time (above MAX_PAGE_ORDER,
+    no CONTIG_ALLOC): arm64's test boots reserve them on the command line,
+    and the prologue's check of them is then only a check."""
+    assert suites.boot_append("arm64", "x=1") == "x=1 hugepagesz=32M hugepages=2"
+    assert suites.boot_append("x86_64") == ""
+    assert "lab_hugepages 32768 2\n" in suites.PROLOGUE
+
+
 def test_the_prologue_checks_its_huge_page_reservation():
     assert "lab_hugepages 2048 48\n" in suites.PROLOGUE
     lib = (config.GUEST / "lib.sh").read_text()

@@ -245,7 +245,8 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
                 qemu=run.qemu_version(arch_name),
                 qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD",
                                       mem_mb=TEST_BOOT["mem_mb"], cpus=TEST_BOOT["cpus"],
-                                      append=TEST_BOOT["append"],
+                                      append=suites.boot_append(arch_name,
+                                                                TEST_BOOT["append"]),
                                       accel=TEST_BOOT["accel"], variant=variant),
                 disks_mb=[run.XFS_MB, run.SWAP_MB])
     k, inputs = cache.key(files, plan, args)

@@ -52,8 +52,10 @@ class Tally:
         return out
 
     def skip_reasons(self):
-        """': N <reason>; ...' for the skips, most frequent first."""
-        reasons = Counter(d for s, _, d in self.rows if s == "skip")
+        """': N <reason>; ...' for the skips, most frequent first; a
+        reason is a skip's message without the case it names in
+        parentheses."""
+        reasons = Counter(d.split(" (")[0] for s, _, d in self.rows if s == "skip")
         return "".join((": " if i == 0 else "; ") + f"{n} {r}"
                        for i, (r, n) in enumerate(reasons.most_common()))
 

@@ -130,12 +130,21 @@ def expected_switches(cmdline, arch_name):
 # two pages of each size, and uffd-unit-tests' hugetlb cases map 32 MB as
 # source and 32 MB as destination (UFFDIO_TEST_MEM_SIZE) of the default
 # size: 32 pages of 2 MB, and the rest for cow.  arm64 also has 64 kB
-# (contiguous PTEs).  Its 32 MB (contiguous PMDs) and 1 GB sizes are
-# gigantic, above MAX_PAGE_ORDER: the lab kernels, without CONTIG_ALLOC,
-# cannot allocate them at run time, and cow's cases of them are declared
-# skips (skips.tsv).  A reservation that falls short is a setup failure of
-# the boot (testboot.boot_problems() reads the plan's "could not" lines).
-HUGEPAGES = {2048: 48, 64: 8}
+# (contiguous PTEs) and 32 MB (contiguous PMDs).  32 MB is gigantic, above
+# MAX_PAGE_ORDER: the lab kernels, without CONTIG_ALLOC, cannot allocate it
+# at run time, so the test boots reserve it on the kernel command line
+# (GIGANTIC), and the prologue only checks the count.  1 GB pages would
+# take half the guest: cow's cases of them are declared skips (skips.tsv).
+# A reservation that falls short is a setup failure of the boot
+# (testboot.boot_problems() reads the plan's "could not" lines).
+HUGEPAGES = {2048: 48, 64: 8, 32768: 2}
+GIGANTIC = {"arm64": "hugepagesz=32M hugepages=2"}
+
+
+def boot_append(arch_name, append=""):
+    """The kernel command line of a test boot: append, and the gigantic
+    huge pages the arch's test boots reserve (GIGANTIC)."""
+    return " ".join(a for a in (append, GIGANTIC.get(arch_name, "")) if a)
 PROLOGUE = ". /lab/lib.sh\n" + "".join(
     f"lab_hugepages {kb} {n}\n" for kb, n in HUGEPAGES.items())
 

@@ -28,7 +28,8 @@ def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
     env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
     name = f"{arch_name}-{variant}-{flavour}-{tag}"
     say(f"booting {name}")
-    b = run.boot(arch_name, kernel, plan, env, name, append=append, cpus=cpus,
+    b = run.boot(arch_name, kernel, plan, env, name,
+                 append=suites.boot_append(arch_name, append), cpus=cpus,
                  mem_mb=mem_mb, timeout=timeout, echo=echo_progress(name), cpu=cpu,
                  accel=accel)
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
