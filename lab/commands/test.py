@@ -89,12 +89,14 @@ def judge(arch_name, variant, per_flavour):
         for r in leaves:
             name = f"{arch_name}/{variant}/{flavour}/{r.name}"
             was = stock.get(r.name)
-            lost = (flavour != "stock" and r.status in ("skip", "xfail") and was
+            # an expected failure (XFAIL) is what the test says it is,
+            # on either kernel: cow's vmsplice() leak of hugetlb pages
+            # comes and goes on stock as on patched
+            lost = (flavour != "stock" and r.status == "skip" and was
                     and was.status == "pass" and not suites.stock_only(r.name))
             if lost:
-                what = "skipped" if r.status == "skip" else "an expected failure"
                 rows.append(("regress" if suites.is_upstream(r.program) else "fail",
-                             name, f"passes on stock, {what} on patched: {r.detail}",
+                             name, f"passes on stock, skipped on patched: {r.detail}",
                              r.program))
             elif r.status == "skip":
                 rows.append(skip_row(arch_name, variant, flavour, r, per_flavour)

@@ -17,8 +17,9 @@ SUB_RE = re.compile(r"^    (not ok|ok) (\d+) (.*?)(?:\s+#\s*(SKIP|TODO|XFAIL)\b(
 # failed', as kselftest.h's ksft_test_result_skip() prints): its name is the
 # whole text after the number, as before, and the directive still counts.
 BARE_DIRECTIVE_RE = re.compile(r"^#\s*(SKIP|TODO|XFAIL)\b(.*)$", re.IGNORECASE)
-# The case a kselftest.h program (cow) announces before its result; a bare
-# directive's detail names it, as its result line does not.
+# The case a kselftest.h program (cow) announces before its result: it
+# names the leaf of the result that follows, and a bare directive's detail
+# says it too.
 RUN_RE = re.compile(r"^    # \[RUN\] (.*?)\s*$")
 START_RE = re.compile(r"^# lab: start ([^:\s]+):")
 # A program's KTAP plan: how many subtest results it will print.
@@ -175,19 +176,24 @@ def parse(text):
             status = "fail" if m.group(1).lower() == "not ok" else "pass"
             directive = (m.group(4) or "").upper()
             detail = (m.group(5) or "").strip()
-            bare = BARE_DIRECTIVE_RE.match(m.group(3).strip())
+            name = m.group(3).strip()
+            bare = BARE_DIRECTIVE_RE.match(name)
             if bare and not directive:
                 directive, detail = bare.group(1).upper(), bare.group(2).strip()
                 if announced:
                     detail = f"{detail} ({announced})"
-            announced = ""
+            if announced:
+                # the case, not its outcome ("No leak ..." / "Leak ..."),
+                # names the leaf: an expected failure in one run does
+                # not shift the names of the leaves after it
+                name, announced = announced, ""
             if directive == "SKIP":
                 status = "skip"
             elif directive in ("TODO", "XFAIL"):
                 # an expected failure (kselftest's XFAIL, KTAP's TODO): what
                 # it is, neither a pass nor a failure
                 status, detail = "xfail", f"{directive}: {detail}"
-            subs.append(Result(f"{current}/{m.group(3).strip()}", status,
+            subs.append(Result(f"{current}/{name}", status,
                                detail, current, tuple(since)))
             since = []
             continue
