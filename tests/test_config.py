@@ -60,10 +60,12 @@ def test_plan_runs_each_program_with_a_timeout():
     # so --only uffd-unit-tests) was not counted
     assert suites.plan_programs(suites.test_plan("arm64", only={"uffd-unit-tests", "cow"})) \
         == ["cow", "uffd-unit-tests"]
-    # the programs that map at 0x40000000 run without address randomisation
+    # the programs that map at fixed addresses run without address
+    # randomisation
     assert "\nlab_no_aslr lab_run khugepaged 1200 /lab/selftests/mm/khugepaged\n" in plan
     assert "\nlab_no_aslr lab_run_cases uffd-unit-tests 300 " in plan
-    assert sum(l.startswith("lab_no_aslr ") for l in plan.splitlines()) == 2
+    assert "\nlab_no_aslr lab_run mremap_test 900 " in plan
+    assert sum(l.startswith("lab_no_aslr ") for l in plan.splitlines()) == 3
     # uffd-unit-tests runs one case at a time, each case a leaf
     assert "lab_run_cases uffd-unit-tests 300 /lab/selftests/mm/uffd-unit-tests" in plan
     assert "lab_run uffd-unit-tests" not in plan
