@@ -143,16 +143,15 @@ def run_suite(tally, arch_name, variant):
     that stock boot failed it too, without a failure line patched printed
     and stock did not; no failure is excused by its name alone."""
     plan = suites.test_plan(arch_name, variant=variant)
+    prefix = f"{arch_name}/{variant}/harden-suite"
     per = {}
-    for flavour in ("patched", "stock"):
-        prefix = f"{arch_name}/{variant}/harden-suite" + ("-stock" if flavour == "stock" else "")
+    for flavour, suffix in (("patched", ""), ("stock", "-stock")):
         b = boot_and_parse(arch_name, flavour, variant, plan,
                            "harden-suite", timeout=6 * 3600)
         for what, detail in boot_problems(b):
-            tally.add("fail", f"{prefix}/{what}", detail)
+            tally.add("fail", f"{prefix}{suffix}/{what}", detail)
         per[flavour] = results.parse(b.text())
     stock = {r.name: r for r in per["stock"]}
-    prefix = f"{arch_name}/{variant}/harden-suite"
     for r in per["patched"]:
         status, detail = r.status, r.detail if r.status != "pass" else ""
         was = stock.get(r.name)

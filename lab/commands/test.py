@@ -21,12 +21,12 @@ any failure.
 
 import re
 import subprocess
-from collections import Counter
 import sys
 import threading
 import time
 import traceback
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 from ..core import config, deps
 from ..core.util import LabError, Timer, say
@@ -84,7 +84,8 @@ def judge(arch_name, variant, per_flavour):
     re-runs those).  A leaf that passes on stock and is skipped or missing
     on patched fails, unless it only runs on stock (suites.stock_only)."""
     rows = []
-    stock = {r.name: r for r in per_flavour.get("stock", [])}
+    by_name = {fl: {r.name: r for r in leaves} for fl, leaves in per_flavour.items()}
+    stock = by_name.get("stock", {})
     for flavour, leaves in per_flavour.items():
         for r in leaves:
             name = f"{arch_name}/{variant}/{flavour}/{r.name}"
@@ -99,7 +100,7 @@ def judge(arch_name, variant, per_flavour):
                              name, f"passes on stock, skipped on patched: {r.detail}",
                              r.program))
             elif r.status == "skip":
-                rows.append(skip_row(arch_name, variant, flavour, r, per_flavour)
+                rows.append(skip_row(arch_name, variant, flavour, r, by_name)
                             + (r.program,))
             elif r.status != "fail" or not suites.is_upstream(r.program):
                 rows.append((r.status, name, r.detail if r.status != "pass" else "",
@@ -127,16 +128,17 @@ def judge(arch_name, variant, per_flavour):
     return rows
 
 
-def skip_row(arch_name, variant, flavour, r, per_flavour):
-    """(status, name, detail) of a skipped leaf r of a main boot: a fixture
+def skip_row(arch_name, variant, flavour, r, by_name):
+    """(status, name, detail) of a skipped leaf r of a main boot (by_name:
+    {flavour: {leaf name: Result}} of the main boots): a fixture
     variant for the other kernel is 'variant' when that kernel's boot ran
     it or skipped it for a declared reason, and fails when it skipped it
     otherwise or never ran it (the test vanished there); any other skip
     must be declared (skips.account())."""
     name = f"{arch_name}/{variant}/{flavour}/{r.name}"
     other = skips.other_kernel(r.detail)
-    if other and other != flavour and other in per_flavour:
-        there = next((x for x in per_flavour[other] if x.name == r.name), None)
+    if other and other != flavour and other in by_name:
+        there = by_name[other].get(r.name)
         if there is not None and there.status != "skip":
             return ("variant", name, f"run by the {other} kernel's boot")
         if there is not None and skips.declared(

@@ -14,8 +14,9 @@ TOP_RE = re.compile(r"^(not ok|ok) (\d+) (\S+)(?:\s+#\s*(.*))?$")
 SUB_RE = re.compile(r"^    (not ok|ok) (\d+) (.*?)(?:\s+#\s*(SKIP|TODO|XFAIL)\b(.*))?$",
                     re.IGNORECASE)
 # A result with no description, only a directive ('ok 4 # SKIP mbind()
-# failed', as kselftest.h's ksft_test_result_skip() prints): its name is the
-# whole text after the number, as before, and the directive still counts.
+# failed', as kselftest.h's ksft_test_result_skip() prints): the directive
+# counts, and the name is the whole text after the number unless a [RUN]
+# line named the case.
 BARE_DIRECTIVE_RE = re.compile(r"^#\s*(SKIP|TODO|XFAIL)\b(.*)$", re.IGNORECASE)
 # The case a kselftest.h program (cow) announces before its result: it
 # names the leaf of the result that follows, and a bare directive's detail

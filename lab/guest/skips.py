@@ -8,6 +8,7 @@ Anything else is an undeclared skip, and fails.
 """
 
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,16 @@ def load(path=DECLARED):
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _default():
+    """skips.tsv, read once per run."""
+    return tuple(load())
+
+
 def declared(row, message, table=None):
     """The declaration that accounts for a SKIP of row @row with @message,
     or None."""
-    for d in load() if table is None else table:
+    for d in _default() if table is None else table:
         if fnmatch.fnmatchcase(row, d.row) and fnmatch.fnmatchcase(message, d.message):
             return d
     return None

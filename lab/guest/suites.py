@@ -145,6 +145,8 @@ def boot_append(arch_name, append=""):
     """The kernel command line of a test boot: append, and the gigantic
     huge pages the arch's test boots reserve (GIGANTIC)."""
     return " ".join(a for a in (append, GIGANTIC.get(arch_name, "")) if a)
+
+
 PROLOGUE = ". /lab/lib.sh\n" + "".join(
     f"lab_hugepages {kb} {n}\n" for kb, n in HUGEPAGES.items())
 

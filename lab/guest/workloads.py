@@ -241,8 +241,9 @@ def _mprotect(name, what, setup, kind, seed, metrics=(), mechanisms=(),
                     seed_ratio or {})
 
 
-# the scan passes alone: the longest stall of the spinning task in the
-# window where numa_pte_updates grew by the region's PTEs (guest/bench/numascan.c)
+# the scan passes alone (time_ns): task_numa_work() timed by a kprobe and a
+# kretprobe until numa_pte_updates grew by the region's PTEs, per pass
+# (guest/bench/numascan.c)
 NUMA_METRICS = [("PTEs made PROT_NONE (numa_pte_updates)", "metrics", "pte_updates"),
                 ("longest pass (ns, instruction-time)", "metrics", "longest_pass_ns", False)]
 
