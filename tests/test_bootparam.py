@@ -22,7 +22,12 @@ def test_boot_param_sets_two_switches_off_and_ignores_the_rest():
     # no_such_switch=1 is unknown, mremap_batch=2 is no boolean: both ignored
     assert suites.expected_switches(suites.BOOT_PARAM, "x86_64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
-        "mglru_young_batch=1,reclaim_tlb_batch=1,mprotect_batch=1")
+        "mglru_young_batch=1,reclaim_tlb_batch=1,mprotect_batch=1,mbind_batch=1")
+    # arm64 also shows its contiguous-PTE switches
+    assert suites.expected_switches(suites.BOOT_PARAM, "arm64") == (
+        "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
+        "mglru_young_batch=1,reclaim_tlb_batch=0,mprotect_batch=1,"
+        "contpte_early_exit=1,mincore_batch=1,mbind_batch=1")
 
 
 def test_the_boot_param_plan_exports_what_boot_param_sets_once():
@@ -39,7 +44,8 @@ def test_a_changed_boot_param_changes_the_expected_values(monkeypatch):
     after = exported(suites.boot_param_plan())
     assert after != before
     assert after == ["pt_reclaim=0,mremap_batch=0,referenced_batch=0,unmap_batch=0,"
-                     "mglru_young_batch=0,reclaim_tlb_batch=1,mprotect_batch=0"]
+                     "mglru_young_batch=0,reclaim_tlb_batch=1,mprotect_batch=0,"
+                     "mbind_batch=0"]
 
 
 def test_the_test_plan_expects_the_defaults():
@@ -51,10 +57,12 @@ def test_the_test_plan_expects_the_defaults():
             assert exported(plan, uname) == [defaults(arch_name)]
 
 
-def test_every_switch_is_named_once_in_config_order():
-    names = [item.split("=")[0] for item in suites.expected_switches("", "x86_64").split(",")]
-    assert names == list(config.SWITCHES)
-    assert len(set(names)) == 7
+@pytest.mark.parametrize("arch_name, count", [("x86_64", 8), ("arm64", 10)])
+def test_every_shown_switch_is_named_once_in_config_order(arch_name, count):
+    names = [item.split("=")[0] for item in suites.expected_switches("", arch_name).split(",")]
+    assert names == [s for s in config.SWITCHES
+                     if s not in config.HIDDEN_SWITCHES[arch_name]]
+    assert len(set(names)) == count
 
 
 @pytest.mark.parametrize("cmdline, changed", [
@@ -70,7 +78,8 @@ def test_every_switch_is_named_once_in_config_order():
      {"pt_reclaim": 0, "unmap_batch": 0, "mremap_batch": 0}),
     ("foliobatch=all=0,pt_reclaim=y,unmap_batch=on,mremap_batch=1x,"
      "referenced_batch=True",
-     {"mglru_young_batch": 0, "reclaim_tlb_batch": 0, "mprotect_batch": 0}),
+     {s: 0 for s in config.SWITCHES
+      if s not in ("pt_reclaim", "unmap_batch", "mremap_batch", "referenced_batch")}),
     # and what it rejects, with unknown names and items without '='
     ("foliobatch=pt_reclaim=2,unmap_batch=,mremap_batch=o,referenced_batch=ox,"
      "reclaim_tlb_batch=-1,nope=0,all,=0,ALL=0,Pt_reclaim=0", {}),
@@ -82,7 +91,7 @@ def test_every_switch_is_named_once_in_config_order():
 @pytest.mark.parametrize("arch_name", ["x86_64", "arm64"])
 def test_expected_switches_follow_the_kernels_parser(cmdline, changed, arch_name):
     default = config.SWITCH_DEFAULTS[arch_name]
-    want = {s: changed.get(s, default[s]) for s in config.SWITCHES}
+    want = {s: changed.get(s, default[s]) for s in default}
     assert suites.expected_switches(cmdline, arch_name) == ",".join(
         f"{s}={v}" for s, v in want.items())
 

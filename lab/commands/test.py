@@ -328,6 +328,15 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
             if arch_name in suites.CPU_FEATURES:
                 cpu_features(tally, f"{arch_name}/{variant}/patched-{cpu}", b,
                              unwanted=suites.CPU_FEATURES[arch_name][:1])
+    numa = {p: ts for p, ts in suites.NUMA_TESTS.items() if not only or p in only}
+    numa_up = {p: w for p, w in suites.NUMA_UPSTREAM.items()
+               if upstream and (not only or p in only)}
+    if (own and numa) or numa_up:
+        b = boot_and_parse(arch_name, "patched", variant,
+                           suites.race_plan(numa if own else {}, variant, numa_up),
+                           "numa", timeout=TEST_BOOT["timeout"], accel=TEST_ACCEL,
+                           extra=suites.NUMA_QEMU)
+        tally_boot(tally, f"{arch_name}/{variant}/patched-numa", b)
     races = {p: ts for p, ts in suites.RACE_TESTS.items() if not only or p in only}
     if own and races:
         b = boot_and_parse(arch_name, "patched", variant, suites.race_plan(races, variant),

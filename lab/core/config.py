@@ -27,14 +27,21 @@ DEBUG_VARIANTS = ("debug", "nosplit")
 # The runtime switches of the series (mm/foliobatch.c), in its order.
 SWITCH_DIR = "/sys/kernel/mm/foliobatch"
 SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
-            "mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch")
+            "mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch",
+            "contpte_early_exit", "mincore_batch", "mbind_batch")
+# Switches a kernel does not show, per arch: their features are not built
+# there (contpte_early_exit needs arm64's contiguous PTEs, mincore_batch an
+# arch's pte_batch_hint()).
+HIDDEN_SWITCHES = {"x86_64": ("contpte_early_exit", "mincore_batch"),
+                   "arm64": ()}
 # What each switch reads after a boot without foliobatch=, per arch: the
 # kernel's defaults (mm/foliobatch.c).  reclaim_tlb_batch starts on only
 # where the arch selects ARCH_WANT_RECLAIM_TLB_BATCH_BY_DEFAULT (x86; the
 # fault-latency and dirty-reclaim figures behind it are in the README).
 SWITCH_DEFAULTS = {
-    "x86_64": {s: 1 for s in SWITCHES},
-    "arm64": {s: int(s != "reclaim_tlb_batch") for s in SWITCHES},
+    "x86_64": {s: 1 for s in SWITCHES if s not in HIDDEN_SWITCHES["x86_64"]},
+    "arm64": {s: int(s != "reclaim_tlb_batch") for s in SWITCHES
+              if s not in HIDDEN_SWITCHES["arm64"]},
 }
 # uname -m in the guest -> lab arch name
 UNAME_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}

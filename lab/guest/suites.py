@@ -254,7 +254,22 @@ def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
 RACE_TESTS = {
     "pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp", "collapse_race"),
     "reclaim_tlb": ("no_lost_write_anon", "no_lost_write_file", "pt_race_under_reclaim"),
+    "read_batch": ("fold_race",),
 }
+
+# The tests that need two NUMA nodes, run by a boot of the patched kernel
+# with two (NUMA_QEMU: 1 GB and one vCPU each): mbind_batch's move test,
+# and mkdirty, whose migration case mbind()s to a second node.  Each vCPU
+# is a socket of its own (the later -smp wins over run.qemu_cmd's): two
+# cores of one socket share a last-level cache, and x86 warns at boot when
+# such siblings sit on different nodes.
+NUMA_TESTS = {"read_batch": ("mbind_move",)}
+NUMA_UPSTREAM = {"mkdirty": None}
+NUMA_QEMU = ("-smp", "2,sockets=2,cores=1,threads=1",
+             "-object", "memory-backend-ram,id=lab-m0,size=1024M",
+             "-object", "memory-backend-ram,id=lab-m1,size=1024M",
+             "-numa", "node,nodeid=0,cpus=0,memdev=lab-m0",
+             "-numa", "node,nodeid=1,cpus=1,memdev=lab-m1")
 
 
 def race_plan(races, variant="default", upstream=None):

@@ -23,7 +23,7 @@ def echo_progress(prefix):
 
 
 def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
-                   mem_mb=2048, timeout=3600, cpu=None, accel="tcg"):
+                   mem_mb=2048, timeout=3600, cpu=None, accel="tcg", extra=()):
     kernel = build.image_path(arch_name, variant, flavour)
     env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
     name = f"{arch_name}-{variant}-{flavour}-{tag}"
@@ -31,7 +31,7 @@ def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
     b = run.boot(arch_name, kernel, plan, env, name,
                  append=suites.boot_append(arch_name, append), cpus=cpus,
                  mem_mb=mem_mb, timeout=timeout, echo=echo_progress(name), cpu=cpu,
-                 accel=accel)
+                 accel=accel, extra=extra)
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
     took = sorted(results.durations(b.text()).items(), key=lambda kv: -kv[1])
     if took:
