@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from lab.commands import bench, reportdir
+from lab.core import config
 from lab.guest import run, workloads
 from lab.outputs import report
 
 REPO = Path(__file__).resolve().parent.parent
-SWITCHES = ("pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
-            "mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch")
+SWITCHES = config.SWITCHES
 THP = "transparent_hugepage"
 
 

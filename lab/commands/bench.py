@@ -26,7 +26,7 @@ from pathlib import Path
 from ..core import config
 from ..core.util import LabError, Timer, say, warn
 from ..guest import cache, image, results, run
-from ..guest.workloads import BY_NAME, PROBE_REP, default_names, named, plan
+from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
 from ..outputs import report
 from ..outputs.report import instr_time, spread
@@ -136,7 +136,8 @@ def state_problems(w, flavour, mode, rec):
     elif not rec["foliobatch_dir"]:
         why.append("no /sys/kernel/mm/foliobatch")
     else:
-        for sw, v in sorted(w.modes.get(mode, {}).items()):
+        for sw, v in sorted(w.mode_switches(mode, rec.get("arch")).items()
+                            if mode in w.modes else ()):
             got = knobs.get(f"foliobatch/{sw}")
             if got != str(v):
                 why.append(f"{sw} reads {got if got is not None else 'nothing'}, "
@@ -283,7 +284,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
             say(f"  [{name}] {line}")
 
     env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"}
-    kwargs = dict(boot_args(quick), **extra)
+    kwargs = dict(boot_args(quick), **boot_kwargs(extra))
     stored = stock_key(arch_name, kernel, text, env, kwargs) \
         if flavour == "stock" and use_cache else None
     hit = cache.load(name, stored[0]) if stored else None

@@ -36,10 +36,11 @@ DROP_CACHES = {"sync; echo 3 > /proc/sys/vm/drop_caches": "lab_drop_caches"}
 UNAMES = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 
 
-def bundle_plan(workloads, reps, quick):
+def bundle_plan(workloads, reps, quick, arch_name=None):
     """The patched kernel's bench plan for run-here.sh: no kprobe runs, the
-    programs under $LAB_HOME, no lib.sh (run-here.sh has the helpers)."""
-    text = plan(workloads, reps, "patched", quick)
+    programs under $LAB_HOME, no lib.sh (run-here.sh has the helpers); the
+    switches arch_name's kernel shows."""
+    text = plan(workloads, reps, "patched", quick, switch_arch=arch_name)
     lines = [DROP_CACHES.get(line, line) for line in text.splitlines()
              if line not in (". /lab/lib.sh", "exit 0", "cd /tmp")]
     text = "\n".join(lines) + "\n"
@@ -53,9 +54,11 @@ def bundle_plan(workloads, reps, quick):
 def default_workloads(arch_name):
     """The workloads of a bundle when none is named: those of the arch,
     but not a retired one, nor one that boots a QEMU CPU model of its own,
-    which on a machine would run again what its default-CPU twin runs."""
+    which on a machine would run again what its default-CPU twin runs, nor
+    one that needs the lab's two NUMA nodes, which a machine may not have."""
     return [n for n in default_names()
-            if BY_NAME[n].runs_on(arch_name) and "cpu" not in BY_NAME[n].boot]
+            if BY_NAME[n].runs_on(arch_name) and "cpu" not in BY_NAME[n].boot
+            and "numa" not in BY_NAME[n].boot]
 
 
 def bundle(dest, arch_name, names=None, quick=False, reps=3):
@@ -73,7 +76,7 @@ def bundle(dest, arch_name, names=None, quick=False, reps=3):
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(programs, dest / "bench", dirs_exist_ok=True)
     shutil.copy2(config.GUEST / "run-here.sh", dest / "run-here.sh")
-    (dest / PLAN).write_text(bundle_plan(chosen, reps, quick))
+    (dest / PLAN).write_text(bundle_plan(chosen, reps, quick, arch_name))
     (dest / "arch").write_text(arch_name + "\n")
     (dest / "bundle.json").write_text(json.dumps({
         "arch": arch_name, "workloads": names, "quick": quick, "repeats": reps,
@@ -179,7 +182,7 @@ def guest_plan(arch_name):
         "lab_sysfs /sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled madvise",
         f"for f in {KNOBS}; do echo \"$f $(cat $f)\"; done > /tmp/knobs.before",
         f"cat > /lab/{PLAN} <<'LAB_HERE_PLAN'",
-        bundle_plan(ws, 1, quick=True).rstrip("\n"),
+        bundle_plan(ws, 1, quick=True, arch_name=arch_name).rstrip("\n"),
         "LAB_HERE_PLAN",
         f"echo {arch_name} > /lab/arch",
         "lab_plan 2",

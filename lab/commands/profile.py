@@ -125,9 +125,9 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     b = run.boot(arch_name, kernel, workloads.plan([w], 1, flavour, quick, only_mode=mode),
                  {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
                  f"{arch_name}-profile-{w.name}-{tag}",
-                 **dict(bench.boot_args(quick), **w.boot,
-                        append="nokaslr " + bench.BOOT_APPEND),
-                 extra=["-plugin", f"{so},out={counts}"])
+                 **dict(bench.boot_args(quick),
+                        **workloads.boot_kwargs(w.boot, ["-plugin", f"{so},out={counts}"]),
+                        append="nokaslr " + bench.BOOT_APPEND))
     if not b.ready or b.exit_code != 0 or not counts.exists():
         raise LabError(f"profile boot {arch_name}/{tag} did not complete "
                        f"(console: {b.console})")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..core import config
 from ..core.util import LabError, warn
+from . import suites
 
 
 @dataclass
@@ -118,8 +119,28 @@ class Workload:
     def runs_on(self, arch_name):
         return not self.arches or arch_name in self.arches
 
-    def switches(self):
-        return sorted({s for m in self.modes.values() for s in m})
+    def switches(self, arch_name=None):
+        """The switches the modes set; on @arch_name, those it builds."""
+        return sorted({s for m in self.modes for s in self.mode_switches(m, arch_name)})
+
+    def mode_switches(self, mode, arch_name=None):
+        """{switch: value} of @mode; on @arch_name only the switches its
+        kernel shows (config.HIDDEN_SWITCHES: a mode may name arm64's
+        contpte_early_exit, which x86_64 does not build)."""
+        hidden = config.HIDDEN_SWITCHES.get(arch_name, ())
+        return {s: v for s, v in self.modes[mode].items() if s not in hidden}
+
+
+def boot_kwargs(boot, extra=()):
+    """run.boot() arguments of a Workload.boot: as they are, but "numa"
+    (a node count; 2 only) becomes the QEMU arguments of suites.NUMA_QEMU,
+    before @extra."""
+    kw = dict(boot)
+    nodes = kw.pop("numa", None)
+    if nodes not in (None, 2):
+        raise LabError(f"a workload asks for {nodes} NUMA nodes; the lab boots 2")
+    kw["extra"] = list(suites.NUMA_QEMU if nodes else ()) + list(extra)
+    return kw
 
 
 def _onoff(switch, **others):
@@ -272,6 +293,46 @@ def _pte2m(name, what, mechanisms, **kw):
                      ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
                     mechanisms, **kw)
 
+
+# The read side's modes: "off" is every read-side switch off, so that it
+# compares with stock (ptep_get() of a contiguous entry on arm64, whose
+# early exit every other read-side path takes too); "on" is @switch alone
+# on, the figure upstream measured; "all" adds the early exit, as the
+# kernel boots.  x86_64 has only mbind_batch of the three.
+READ_SWITCHES = ("contpte_early_exit", "mincore_batch", "mbind_batch")
+
+
+def _read_modes(switch):
+    off = {s: 0 for s in READ_SWITCHES}
+    modes = {"off": off, "on": dict(off, **{switch: 1})}
+    if switch != "contpte_early_exit":
+        modes["all"] = dict(off, **{switch: 1, "contpte_early_exit": 1})
+    return modes
+
+
+def _readside(name, what, switch, setup, mode, seed, metrics=(), mechanisms=(),
+              **kw):
+    """A workload of the readside program (guest/bench/readside.c): @mode's
+    calls over 64 MB (32 MB with --quick) of written anonymous memory, 20
+    (10) times; the time is the calls' alone."""
+    return Workload(name, what, _read_modes(switch), setup,
+                    ["/lab/bench/readside", "65536", "20", mode],
+                    ["/lab/bench/readside", "32768", "10", mode],
+                    "64 MB, 20 rounds", "32 MB, 10 rounds", seed,
+                    list(metrics), list(mechanisms), **kw)
+
+
+# arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry
+CONTPTE_GET = Mechanism("contiguous-block reads: contpte_ptep_get() calls",
+                        "contpte_ptep_get", ("arm64",))
+# the queueing walk of mbind() and migrate_pages(): a folio look-up per PTE
+# in 6.12, per folio with mbind_batch
+FOLIO_LOOKUPS = Mechanism("folio look-ups: vm_normal_folio() calls", "vm_normal_folio",
+                          ("x86_64", "arm64"))
+# two NUMA nodes of 1 GB, one vCPU each (the numa test boot's topology;
+# boot_kwargs() turns it into QEMU arguments)
+NUMA_BOOT = {"numa": 2}
+READ_64K = ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")
 
 WORKLOADS = [
     Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
@@ -463,6 +524,54 @@ WORKLOADS = [
              "across pageout)",
              FAULTLAT_METRICS,
              [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+    _readside("read-mlock", "the read side: mlock() and munlock() of 64 KB folios "
+              "(each reads every PTE's contiguous block)", "contpte_early_exit",
+              "lab_thp_only 64kB", "mlock",
+              "arm64: -50.6% instructions, -46.4% time (upstream 093ae7a033cf)",
+              [READ_64K], [CONTPTE_GET], arches=("arm64",)),
+    _readside("read-smaps", "the read side: a read of /proc/self/smaps over 64 KB "
+              "folios, written (young and dirty)", "contpte_early_exit",
+              "lab_thp_only 64kB", "smaps", "goal: time on/off at most 0.70",
+              [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
+              [CONTPTE_GET], arches=("arm64",)),
+    _readside("read-smaps-old", "the smaps read after clear_refs made every entry "
+              "old: no young entry, so both forms read all 16 entries of a block "
+              "(the loop that looks for the missing bit is the difference)",
+              "contpte_early_exit", "lab_thp_only 64kB", "smaps-old",
+              "no early exit: every entry is read either way",
+              [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
+              [CONTPTE_GET], arches=("arm64",)),
+    _readside("read-mincore", "the read side: mincore() of 64 KB folios",
+              "mincore_batch", "lab_thp_only 64kB", "mincore",
+              "arm64: 1 GB of 64 KB mTHP 6022 -> 1115 us, -81% (upstream 4df65651f707)",
+              [READ_64K, ("resident pages", "metrics", "resident_pages")],
+              [CONTPTE_GET], arches=("arm64",)),
+    _readside("read-mincore-4k", "mincore() with 4 KB pages only (control)",
+              "mincore_batch", "lab_thp_only none", "mincore",
+              "within 1% (no contiguous block)",
+              [("resident pages", "metrics", "resident_pages")],
+              [CONTPTE_GET], arches=("arm64",)),
+    _readside("read-mbind-stay", "the read side: mbind(MPOL_MF_MOVE | MPOL_MF_STRICT) "
+              "of 64 KB folios to the node they are on: the queueing walk alone",
+              "mbind_batch", "lab_thp_only 64kB", "mbind-stay",
+              "goal: time on/off at most 0.70",
+              [READ_64K, ("pages on node 1", "metrics", "node1_pages")], [FOLIO_LOOKUPS]),
+    _readside("read-mbind-stay-4k", "the queueing walk of mbind() with 4 KB pages only "
+              "(control)", "mbind_batch", "lab_thp_only none", "mbind-stay",
+              "within 1% (no large folio)",
+              [("pages on node 1", "metrics", "node1_pages")], [FOLIO_LOOKUPS]),
+    _readside("read-mbind", "the read side: mbind(MPOL_MF_MOVE) of 64 KB folios to "
+              "node 1 and back (two NUMA nodes)", "mbind_batch", "lab_thp_only 64kB",
+              "mbind", "goal: time on/off at most 0.70",
+              [READ_64K, ("pages on node 1 after a move", "metrics", "moved_pages")],
+              [FOLIO_LOOKUPS], boot=NUMA_BOOT),
+    _readside("read-mbind-pte2m", "mbind(MPOL_MF_MOVE) of 2 MB THP mapped by PTEs to "
+              "node 1 and back", "mbind_batch", "lab_thp_only 2048kB", "mbind-pte2m",
+              "4 GB of PTE-mapped 2 MB folios: 7.5 s -> 4 s, -47% (upstream "
+              "4a34c584d8cd)",
+              [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc"),
+               ("pages on node 1 after a move", "metrics", "moved_pages")],
+              [FOLIO_LOOKUPS], boot=NUMA_BOOT),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 
@@ -515,10 +624,14 @@ def kprobe_lines(workloads, arch_name):
 PROBE_REP = -1
 
 
-def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None):
+def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None,
+         switch_arch=None):
     """The guest plan; only_mode runs one mode of each patched workload.
     With arch_name, each workload and mode then runs once more as a probe
-    run (rep PROBE_REP) with the kprobes of that arch's mechanisms armed."""
+    run (rep PROBE_REP) with the kprobes of that arch's mechanisms armed.
+    The switches set are those the kernel of switch_arch (default:
+    arch_name) shows."""
+    sw_arch = switch_arch or arch_name
     lines = [". /lab/lib.sh", "swapon -s >/dev/null 2>&1", "cd /tmp"]
     probes = kprobe_lines(workloads, arch_name) if arch_name else []
     if probes:
@@ -536,7 +649,7 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
         argv = " ".join(w.quick if quick else w.argv)
         lines.append(w.setup)
         if flavour == "patched":
-            for sw, v in sorted(w.modes[m].items()):
+            for sw, v in sorted(w.mode_switches(m, sw_arch).items()):
                 lines.append(f"lab_switch {sw} {v}")
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
         traced = r == PROBE_REP and w.histograms and hists
@@ -548,7 +661,7 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
 
     def reset():
         if flavour == "patched":
-            for sw in sorted({s for w in workloads for s in w.switches()}):
+            for sw in sorted({s for w in workloads for s in w.switches(sw_arch)}):
                 lines.append(f"lab_switch {sw} 1")
 
     for r in range(rep0, rep0 + reps):
