@@ -65,4 +65,35 @@ static inline bool lab_debug_kernel(void)
 		SKIP(return, fmt, ##__VA_ARGS__);			\
 } while (0)
 
+/*
+ * LAB_KERNEL_VARIANTS(fixture) - the variants of a mechanism fixture: "on"
+ * and "off" (a switch at 1 and at 0, on the patched kernel) and "stock"
+ * (the stock kernel, which has no switch).  Each has .flavour, the
+ * LAB_FLAVOUR it runs on (its setup skips the others with
+ * LAB_REQUIRE_FLAVOUR()), and .value, what it writes to the switch (-1:
+ * nothing).
+ */
+#define LAB_KERNEL_VARIANTS(fixture)					\
+FIXTURE_VARIANT(fixture) {						\
+	/* LAB_FLAVOUR this variant runs on. */				\
+	const char *flavour;						\
+	/* Value written to the switch; -1 on stock, which has none. */	\
+	int value;							\
+};									\
+									\
+FIXTURE_VARIANT_ADD(fixture, on) {					\
+	.flavour = "patched",						\
+	.value = 1,							\
+};									\
+									\
+FIXTURE_VARIANT_ADD(fixture, off) {					\
+	.flavour = "patched",						\
+	.value = 0,							\
+};									\
+									\
+FIXTURE_VARIANT_ADD(fixture, stock) {					\
+	.flavour = "stock",						\
+	.value = -1,							\
+}
+
 #endif /* LAB_TEST_H */

@@ -290,35 +290,7 @@ static int probe(char *p, size_t page, bool write)
 }
 
 /*
- * MP_KERNEL_VARIANTS(fixture) - the variants of a mechanism fixture: "on"
- * and "off" (the switch at 1 and at 0, on the patched kernel) and "stock"
- * (the stock kernel).  Its setup calls mp_kernel_setup().
- */
-#define MP_KERNEL_VARIANTS(fixture)					\
-FIXTURE_VARIANT(fixture) {						\
-	/* LAB_FLAVOUR this variant runs on. */				\
-	const char *flavour;						\
-	/* Value written to the switch; -1 on stock, which has none. */	\
-	int value;							\
-};									\
-									\
-FIXTURE_VARIANT_ADD(fixture, on) {					\
-	.flavour = "patched",						\
-	.value = 1,							\
-};									\
-									\
-FIXTURE_VARIANT_ADD(fixture, off) {					\
-	.flavour = "patched",						\
-	.value = 0,							\
-};									\
-									\
-FIXTURE_VARIANT_ADD(fixture, stock) {					\
-	.flavour = "stock",						\
-	.value = -1,							\
-}
-
-/*
- * The setup of a fixture of MP_KERNEL_VARIANTS(): skips the variants for
+ * The setup of a fixture of LAB_KERNEL_VARIANTS(): skips the variants for
  * the other kernel (@flavour is the variant's), then mp_setup() for 64 kB
  * folios.
  */
@@ -334,7 +306,7 @@ FIXTURE(mech) {
 	struct mp_env env;
 };
 
-MP_KERNEL_VARIANTS(mech);
+LAB_KERNEL_VARIANTS(mech);
 
 FIXTURE_SETUP(mech)
 {
@@ -519,7 +491,7 @@ FIXTURE(bbm) {
 	int kmsg;
 };
 
-MP_KERNEL_VARIANTS(bbm);
+LAB_KERNEL_VARIANTS(bbm);
 
 FIXTURE_SETUP(bbm)
 {

@@ -403,27 +403,7 @@ FIXTURE(mech) {
 	struct mb_env env;
 };
 
-FIXTURE_VARIANT(mech) {
-	/* LAB_FLAVOUR this variant runs on. */
-	const char *flavour;
-	/* Value written to the switch; -1 on stock, which has none. */
-	int value;
-};
-
-FIXTURE_VARIANT_ADD(mech, on) {
-	.flavour = "patched",
-	.value = 1,
-};
-
-FIXTURE_VARIANT_ADD(mech, off) {
-	.flavour = "patched",
-	.value = 0,
-};
-
-FIXTURE_VARIANT_ADD(mech, stock) {
-	.flavour = "stock",
-	.value = -1,
-};
+LAB_KERNEL_VARIANTS(mech);
 
 /*
  * Skips variants of the other flavour (LAB_FLAVOUR must be stock or

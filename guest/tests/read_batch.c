@@ -57,6 +57,15 @@ struct rb_env {
 	char mode[48];
 };
 
+/* Marks everything rb_teardown() would restore or close as not taken yet. */
+static void rb_env_init(struct rb_env *env)
+{
+	env->sw.valid = false;
+	env->thp.top.valid = false;
+	env->thp.nr = 0;
+	env->pm_fd = env->kpf_fd = -1;
+}
+
 static bool rb_arm64(void)
 {
 	struct utsname u;
@@ -76,10 +85,7 @@ static void rb_setup(struct __test_metadata *_metadata, struct rb_env *env,
 	bool has_sw;
 	int ret;
 
-	env->sw.valid = false;
-	env->thp.top.valid = false;
-	env->thp.nr = 0;
-	env->pm_fd = env->kpf_fd = -1;
+	rb_env_init(env);
 	env->name = name;
 	snprintf(path, sizeof(path), RB_DIR "/%s", name);
 	has_sw = lab_path_exists(path);
@@ -309,34 +315,11 @@ FIXTURE(mech) {
 	struct rb_env env;
 };
 
-FIXTURE_VARIANT(mech) {
-	/* LAB_FLAVOUR this variant runs on. */
-	const char *flavour;
-	/* Value written to the switch; -1 on stock, which has none. */
-	int value;
-};
-
-FIXTURE_VARIANT_ADD(mech, on) {
-	.flavour = "patched",
-	.value = 1,
-};
-
-FIXTURE_VARIANT_ADD(mech, off) {
-	.flavour = "patched",
-	.value = 0,
-};
-
-FIXTURE_VARIANT_ADD(mech, stock) {
-	.flavour = "stock",
-	.value = -1,
-};
+LAB_KERNEL_VARIANTS(mech);
 
 FIXTURE_SETUP(mech)
 {
-	self->env.sw.valid = false;
-	self->env.thp.top.valid = false;
-	self->env.thp.nr = 0;
-	self->env.pm_fd = self->env.kpf_fd = -1;
+	rb_env_init(&self->env);
 	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
 			    variant->flavour);
 }
@@ -505,10 +488,7 @@ FIXTURE(same) {
 
 FIXTURE_SETUP(same)
 {
-	self->env.sw.valid = false;
-	self->env.thp.top.valid = false;
-	self->env.thp.nr = 0;
-	self->env.pm_fd = self->env.kpf_fd = -1;
+	rb_env_init(&self->env);
 	LAB_REQUIRE_FLAVOUR("patched", "variant for the patched kernel");
 }
 
@@ -710,10 +690,7 @@ FIXTURE(node) {
 
 FIXTURE_SETUP(node)
 {
-	self->env.sw.valid = false;
-	self->env.thp.top.valid = false;
-	self->env.thp.nr = 0;
-	self->env.pm_fd = self->env.kpf_fd = -1;
+	rb_env_init(&self->env);
 	LAB_REQUIRE_FLAVOUR("patched", "variant for the patched kernel");
 	if (!lab_path_exists("/sys/devices/system/node/node1"))
 		SKIP(return, "one NUMA node: the lab's numa boot runs this test");
