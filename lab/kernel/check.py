@@ -551,6 +551,22 @@ KNOWN_FALSE = {
         "the same false report for the batched copy of change_pte_range() "
         "(mprotect_batch), which stock 6.12 gets for change_pte_range() itself: "
         "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
+    "sparse: mm/mincore.c: warning: context imbalance in 'mincore_pte_range_one' "
+    "- unexpected unlock":
+        "stock 6.12's false report for mincore_pte_range(), in the copy of its "
+        "walk that mincore_batch (0048) calls with the switch off: "
+        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
+    "sparse: mm/mincore.c: warning: context imbalance in "
+    "'mincore_pte_range_batched' - unexpected unlock":
+        "the same report for the batched copy of mincore_pte_range() (0048)",
+    "sparse: mm/mempolicy.c: warning: context imbalance in "
+    "'queue_folios_pte_range_one' - unexpected unlock":
+        "stock 6.12's false report for queue_folios_pte_range(), in the copy of "
+        "its walk that mbind_batch (0049) calls with the switch off: "
+        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
+    "sparse: mm/mempolicy.c: warning: context imbalance in "
+    "'queue_folios_pte_range_batched' - unexpected unlock":
+        "the same report for the batched copy of queue_folios_pte_range() (0049)",
     "sparse: arch/x86/include/asm/paravirt.h: warning: context imbalance in "
     "'change_pte_range_batched' - unexpected unlock":
         "the report above, placed where CONFIG_PARAVIRT_XXL (Debian's x86 "
