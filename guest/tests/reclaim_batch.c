@@ -828,10 +828,22 @@ TEST_F_TIMEOUT(rb, dirty_written_back, 600)
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", XFS_FILE, strerror(-fd));
 	p = map_file(fd, 0, FILE_SZ, 0, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p) TH_LOG("mmap: %s", strerror(errno));
-	for (pg = 0; pg < FILE_PAGES; pg++)
-		fill_page(p + pg * PSZ, TAG_NEW, pg);
+	/*
+	 * The flusher or dirty throttling may write the pages back before
+	 * memory.stat is read (seen once: 0 kB dirty); writing them again
+	 * dirties them again, so the state the test needs is made up to
+	 * three times, and a page cache that never stays dirty fails.
+	 */
+	for (r = 0; r < 3; r++) {
+		for (pg = 0; pg < FILE_PAGES; pg++)
+			fill_page(p + pg * PSZ, TAG_NEW, pg);
+		ASSERT_EQ(0, cg_stat("file_dirty", &dirty0));
+		if (dirty0 >= FILE_SZ / 2)
+			break;
+		ksft_print_msg("attempt %zu: only %lu kB of the cgroup's page cache dirty\n",
+			       r + 1, dirty0 / 1024);
+	}
 	map0 = mapped(p, FILE_PAGES);
-	ASSERT_EQ(0, cg_stat("file_dirty", &dirty0));
 	ASSERT_EQ(0, cg_stat("file", &file0));
 	ASSERT_EQ((long)FILE_PAGES, map0);
 	ASSERT_LE(FILE_SZ / 2, dirty0)
