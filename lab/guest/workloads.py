@@ -124,11 +124,11 @@ class Workload:
         return sorted({s for m in self.modes for s in self.mode_switches(m, arch_name)})
 
     def mode_switches(self, mode, arch_name=None):
-        """{switch: value} of @mode; on @arch_name only the switches its
-        kernel shows (config.HIDDEN_SWITCHES: a mode may name arm64's
-        contpte_early_exit, which x86_64 does not build)."""
+        """{switch: value} of @mode ({} for a mode it lacks); on @arch_name
+        only the switches its kernel shows (config.HIDDEN_SWITCHES: a mode
+        may name arm64's contpte_early_exit, which x86_64 does not build)."""
         hidden = config.HIDDEN_SWITCHES.get(arch_name, ())
-        return {s: v for s, v in self.modes[mode].items() if s not in hidden}
+        return {s: v for s, v in self.modes.get(mode, {}).items() if s not in hidden}
 
 
 def boot_kwargs(boot, extra=()):
