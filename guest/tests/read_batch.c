@@ -116,6 +116,19 @@ static void rb_teardown(struct __test_metadata *_metadata, struct rb_env *env)
 		close(env->kpf_fd);
 }
 
+/* Sets the test's switch to @value (0 or 1) and reads it back. */
+static void rb_switch(struct __test_metadata *_metadata, struct rb_env *env,
+		      int value)
+{
+	char buf[16];
+
+	ASSERT_TRUE(env->sw.valid) TH_LOG("no %s to set", env->name);
+	ASSERT_EQ(0, lab_write_file(env->sw.path, value ? "1" : "0"));
+	ASSERT_LT(0, lab_read_file(env->sw.path, buf, sizeof(buf)));
+	ASSERT_EQ(value, atoi(buf));
+	snprintf(env->mode, sizeof(env->mode), "%s=%d", env->name, value);
+}
+
 /*
  * Sets the switch to @value (0 or 1; -1 leaves the kernel as it is, for
  * stock) and makes anonymous faults allocate 64 kB folios only.
@@ -123,18 +136,12 @@ static void rb_teardown(struct __test_metadata *_metadata, struct rb_env *env)
 static void rb_mode(struct __test_metadata *_metadata, struct rb_env *env,
 		    int value)
 {
-	char buf[16];
 	int ret;
 
-	if (value >= 0) {
-		ASSERT_TRUE(env->sw.valid) TH_LOG("no %s to set", env->name);
-		ASSERT_EQ(0, lab_write_file(env->sw.path, value ? "1" : "0"));
-		ASSERT_LT(0, lab_read_file(env->sw.path, buf, sizeof(buf)));
-		ASSERT_EQ(value, atoi(buf));
-		snprintf(env->mode, sizeof(env->mode), "%s=%d", env->name, value);
-	} else {
+	if (value >= 0)
+		rb_switch(_metadata, env, value);
+	else
 		snprintf(env->mode, sizeof(env->mode), "stock");
-	}
 	ret = lab_thp_only(&env->thp, FOLIO / LAB_SZ_1K);
 	ASSERT_EQ(0, ret) TH_LOG("64 kB mTHP only: %s", strerror(-ret));
 }
@@ -188,34 +195,6 @@ static void rb_read_smaps(struct __test_metadata *_metadata)
 	} while (n > 0);
 	close(fd);
 	ASSERT_EQ(0, n);
-}
-
-/* "Referenced", "Private_Dirty"... of the smaps entry that starts at @p, in kB. */
-static long rb_smaps_field(const char *p, const char *field)
-{
-	char line[256], want[32];
-	bool in = false;
-	long val = -1;
-	FILE *f;
-
-	f = fopen("/proc/self/smaps", "r");
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), "%s:", field);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end;
-
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
-			in = start == (unsigned long)p;
-			continue;
-		}
-		if (in && !strncmp(line, want, strlen(want))) {
-			val = atol(line + strlen(want));
-			break;
-		}
-	}
-	fclose(f);
-	return val;
 }
 
 /*
@@ -305,6 +284,29 @@ static long long rb_insn_busiest(const struct rb_insn_probes *pr,
 		if (h1[i] - h0[i] > most)
 			most = h1[i] - h0[i];
 	return most;
+}
+
+/*
+ * Fails unless @calls of @what for @n PTEs show the path of the mode: with
+ * the switch on (@batched), at most one per 8 PTEs (one per 64 kB folio
+ * and a margin); with it off and on stock, at least one per PTE, as 6.12
+ * makes.  @why_on and @why_off say what a failure means.
+ */
+static void rb_assert_per_pte(struct __test_metadata *_metadata,
+			      const struct rb_env *env, bool batched,
+			      long long calls, size_t n, const char *what,
+			      const char *why_on, const char *why_off)
+{
+	ksft_print_msg("%s: %lld %s calls for %zu PTEs\n", env->mode, calls,
+		       what, n);
+	if (batched) {
+		ASSERT_LE(calls * 8, (long long)n)
+			TH_LOG("%s: more than one call per 8 PTEs: %s", env->mode,
+			       why_on);
+	} else {
+		ASSERT_LE((long long)n, calls)
+			TH_LOG("%s: fewer calls than PTEs: %s", env->mode, why_off);
+	}
 }
 
 /*
@@ -423,16 +425,9 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 		ASSERT_EQ(1, vec[i] & 1) TH_LOG("page %zu not resident", i);
 
 	calls = h1 - h0;
-	ksft_print_msg("%s: %lld contpte_ptep_get() calls for %zu mincore() PTEs\n",
-		       env->mode, calls, 4 * NR_PTES);
-	if (variant->value > 0) {
-		ASSERT_LE(calls * 8, (long long)(4 * NR_PTES))
-			TH_LOG("%s: more than one read per 8 PTEs: the blocks were not batched",
-			       env->mode);
-	} else {
-		ASSERT_LE((long long)(4 * NR_PTES), calls)
-			TH_LOG("%s: 6.12 reads every PTE", env->mode);
-	}
+	rb_assert_per_pte(_metadata, env, variant->value > 0, calls, 4 * NR_PTES,
+			  "contpte_ptep_get() (mincore())",
+			  "the blocks were not batched", "6.12 reads every PTE");
 }
 
 /*
@@ -447,7 +442,6 @@ TEST_F_TIMEOUT(mech, mbind_lookups, 120)
 	struct rb_env *env = &self->env;
 	unsigned long mask;
 	long long h0, h1, calls;
-	uint64_t pfn;
 	char *p;
 	int r, err, node;
 
@@ -457,7 +451,6 @@ TEST_F_TIMEOUT(mech, mbind_lookups, 120)
 	rb_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, lab_pagemap_pfn(env->pm_fd, p, &pfn));
 	ASSERT_EQ(0, syscall(SYS_get_mempolicy, &node, NULL, 0, p,
 			     MPOL_F_NODE | MPOL_F_ADDR));
 	mask = 1UL << node;
@@ -472,16 +465,10 @@ TEST_F_TIMEOUT(mech, mbind_lookups, 120)
 	munmap(p, LEN);
 
 	calls = h1 - h0;
-	ksft_print_msg("%s: %lld vm_normal_folio() calls for %zu mbind() PTEs\n",
-		       env->mode, calls, 4 * NR_PTES);
-	if (variant->value > 0) {
-		ASSERT_LE(calls * 8, (long long)(4 * NR_PTES))
-			TH_LOG("%s: more than one lookup per 8 PTEs: the folios' PTEs were not batched",
-			       env->mode);
-	} else {
-		ASSERT_LE((long long)(4 * NR_PTES), calls)
-			TH_LOG("%s: 6.12 looks up the folio of every PTE", env->mode);
-	}
+	rb_assert_per_pte(_metadata, env, variant->value > 0, calls, 4 * NR_PTES,
+			  "vm_normal_folio() (mbind())",
+			  "the folios' PTEs were not batched",
+			  "6.12 looks up the folio of every PTE");
 }
 
 FIXTURE(same) {
@@ -504,12 +491,35 @@ struct rb_smaps {
 	long rss, referenced, dirty, mlocked;
 };
 
+/*
+ * Reads Rss, Referenced and Private_Dirty (kB) of the smaps entry that
+ * starts at @p, in one pass over /proc/self/smaps (-1 for a field not
+ * found), and Mlocked of /proc/meminfo.
+ */
 static void rb_smaps_read(const char *p, struct rb_smaps *s)
 {
-	s->rss = rb_smaps_field(p, "Rss");
-	s->referenced = rb_smaps_field(p, "Referenced");
-	s->dirty = rb_smaps_field(p, "Private_Dirty");
+	unsigned long start, end;
+	char line[256];
+	bool in = false;
+	FILE *f;
+
+	s->rss = s->referenced = s->dirty = -1;
 	s->mlocked = lab_meminfo_kb("Mlocked");
+	f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			if (in)
+				break;
+			in = start == (unsigned long)p;
+		} else if (in) {
+			sscanf(line, "Rss: %ld", &s->rss);
+			sscanf(line, "Referenced: %ld", &s->referenced);
+			sscanf(line, "Private_Dirty: %ld", &s->dirty);
+		}
+	}
+	fclose(f);
 }
 
 /*
@@ -601,11 +611,7 @@ static void rb_mincore_at(struct __test_metadata *_metadata,
 			  struct rb_env *env, int value, char *p, size_t off,
 			  size_t len, unsigned char *vec)
 {
-	char buf[16];
-
-	ASSERT_EQ(0, lab_write_file(env->sw.path, value ? "1" : "0"));
-	ASSERT_LT(0, lab_read_file(env->sw.path, buf, sizeof(buf)));
-	ASSERT_EQ(value, atoi(buf));
+	rb_switch(_metadata, env, value);
 	ASSERT_EQ(0, mincore(p + off, len, vec))
 		TH_LOG("mincore: %s", strerror(errno));
 }
