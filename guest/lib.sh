@@ -63,6 +63,26 @@ lab_knobs_restore() {
 	done < "$LAB_SYSROOT/tmp/lab-knobs"
 }
 
+# lab_kprobes_clear NAME: disable and remove every kprobe event that program
+# NAME left behind (lab_kprobe_add() of guest/lib/lab.c never removes its
+# own).  A kprobe stays armed until it is removed: a probe on a function that
+# runs per PTE (or on every instruction of one, as read_batch's contpte_reads
+# sets) traps on each call in every program after it: on arm64, reclaim_batch
+# took 845 s of guest time after read_batch where it takes 3 s alone, and its
+# reclaim ran under other timing.  A failure to remove them is a set-up
+# failure of the plan.
+lab_kprobes_clear() {
+	tr=$LAB_SYSROOT/sys/kernel/tracing
+	[ -f "$tr/kprobe_events" ] || return 0
+	[ -n "$(cat "$tr/kprobe_events")" ] || return 0
+	for g in $(sed -n 's|^[^:]*:\([^/]*\)/.*|\1|p' "$tr/kprobe_events" | sort -u); do
+		[ -f "$tr/events/$g/enable" ] && echo 0 > "$tr/events/$g/enable"
+	done
+	if ! : 2>/dev/null > "$tr/kprobe_events" || [ -n "$(cat "$tr/kprobe_events")" ]; then
+		echo "# lab: could not remove the kprobe events $1 left"
+	fi
+}
+
 # lab_run NAME TIMEOUT CMD...: run CMD with a timeout in seconds, report it.
 # Exit 0 is ok, 4 (KSFT_SKIP) is ok # SKIP, anything else is not ok.  The
 # knobs of lab_knob_files are as they were before CMD afterwards.
@@ -78,6 +98,7 @@ lab_run() {
 	rc=$?
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	lab_knobs_restore "$name"
+	lab_kprobes_clear "$name"
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	case $rc in
 	0) echo "ok $LAB_N $name" ;;
@@ -154,6 +175,7 @@ lab_run_cases() {
 	done
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	lab_knobs_restore "$name"
+	lab_kprobes_clear "$name"
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	if [ $bad -eq 0 ]; then
 		echo "ok $LAB_N $name"

@@ -177,3 +177,42 @@ def test_lab_run_puts_back_the_knobs_a_program_left_changed(tmp_path):
         f"# lab: first left {thp}/hugepages-64kB/enabled at 'always', was 'never': put back",
         f"# lab: first left {sw}/mprotect_batch at '0', was '1': put back"], p.stdout
     assert "not ok 1 first # exit 1" in p.stdout and "ok 2 second" in p.stdout
+
+
+def _kprobe_plan(tmp_path, events):
+    tr = tmp_path / "sys/kernel/tracing"
+    (tr / "events/lab").mkdir(parents=True)
+    (tr / "events/lab/enable").write_text("1\n")
+    (tmp_path / "tmp").mkdir()
+    if events is None:      # a kernel that refuses: writes to it fail
+        (tr / "kprobe_events").symlink_to("/proc/version")
+    else:
+        (tr / "kprobe_events").write_text(events)
+    script = (f". {config.GUEST / 'lib.sh'}\n"
+              "lab_run first 60 true\nlab_run second 60 true\n")
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "LAB_SYSROOT": str(tmp_path)})
+    return tr, p.stdout
+
+
+def test_lab_run_removes_the_kprobes_a_program_left(tmp_path):
+    """An armed kprobe traps on every call of its function in every program
+    after the one that set it: lab_run disables and removes them all."""
+    tr, out = _kprobe_plan(tmp_path, "p:lab/rb_cpg contpte_ptep_get\n"
+                                     "p:lab/rb_i0 contpte_ptep_get+4\n")
+    assert (tr / "kprobe_events").read_text() == ""
+    assert (tr / "events/lab/enable").read_text().strip() == "0"
+    assert "could not" not in out and "ok 2 second" in out, out
+
+
+def test_kprobes_that_cannot_be_removed_are_a_setup_failure(tmp_path):
+    from lab.guest.testboot import boot_problems
+    _, out = _kprobe_plan(tmp_path, None)
+    assert "# lab: could not remove the kprobe events first left" in out, out
+
+    class Boot:
+        ready, timed_out, exit_code, plan, console = True, False, 0, "", "c.log"
+
+        def text(self):
+            return out
+    assert any(what == "setup" for what, _ in boot_problems(Boot())), out
