@@ -128,8 +128,7 @@ TEST(stock_has_no_switches)
 	struct stat st;
 	int ret, err;
 
-	LAB_REQUIRE_FLAVOUR("stock",
-			    "patched kernel: the absence check is for stock");
+	LAB_REQUIRE_FLAVOUR("stock", "variant for the stock kernel");
 	ret = stat(FB_DIR, &st);
 	err = errno;
 	ASSERT_EQ(-1, ret) TH_LOG("%s exists on stock", FB_DIR);
@@ -149,7 +148,7 @@ FIXTURE_SETUP(fb)
 
 	for (i = 0; i < FB_NR; i++)
 		self->initial[i] = -1;
-	LAB_REQUIRE_FLAVOUR("patched", "stock kernel has no switches");
+	LAB_REQUIRE_FLAVOUR("patched", "variant for the patched kernel");
 	ret = fb_expected(self->expect);
 	ASSERT_EQ(0, ret)
 		TH_LOG("LAB_EXPECT_SWITCHES %s: the lab's plan must export every shown switch's expected value, e.g. \"pt_reclaim=0,mremap_batch=1,...\"",

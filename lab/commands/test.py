@@ -296,6 +296,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
         image.build(arch_name)
     plan = suites.test_plan(arch_name, own=own, upstream=upstream, only=only,
                             variant=variant)
+    if own:
+        note_left_out(tally, arch_name, "tests", only)
     per_flavour = {}
     for flavour in config.FLAVOURS:
         if flavour == "stock":
@@ -320,7 +322,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
         progs = [p for p in progs if not only or p in only]
         if progs:
             plan = suites.test_plan(arch_name, upstream=False, only=set(progs),
-                                    variant=variant)
+                                    variant=variant, boot=cpu)
+            note_left_out(tally, arch_name, cpu, progs)
             b = boot_and_parse(arch_name, "patched", variant, plan, cpu,
                                timeout=TEST_BOOT["timeout"], cpu=cpu,
                                accel=TEST_ACCEL)
@@ -333,14 +336,16 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
                if upstream and (not only or p in only)}
     if (own and numa) or numa_up:
         b = boot_and_parse(arch_name, "patched", variant,
-                           suites.race_plan(numa if own else {}, variant, numa_up),
+                           suites.race_plan(numa if own else {}, variant, numa_up,
+                                            arch_name),
                            "numa", timeout=TEST_BOOT["timeout"], accel=TEST_ACCEL,
                            extra=suites.NUMA_QEMU)
         tally_boot(tally, f"{arch_name}/{variant}/patched-numa", b)
     races = {p: ts for p, ts in suites.RACE_TESTS.items() if not only or p in only}
     if own and races:
-        b = boot_and_parse(arch_name, "patched", variant, suites.race_plan(races, variant),
-                           "mttcg", timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
+        plan = suites.race_plan(races, variant, arch_name=arch_name)
+        b = boot_and_parse(arch_name, "patched", variant, plan, "mttcg",
+                           timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
         tally_boot(tally, f"{arch_name}/{variant}/patched-mttcg", b)
     if own and not only and arch_name in here.GUEST_ARCHES:
         here_check(tally, arch_name, variant)
@@ -350,6 +355,14 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
                            accel=TEST_ACCEL)
         tally_boot(tally, f"{arch_name}/{variant}/patched-bootparam", b)
     say(f"{arch_name}/{variant}: done in {t}")
+
+
+def note_left_out(tally, arch_name, boot, only=None):
+    """A summary line for each program and reason of what arch_name's plans
+    for boot leave out (suites.left_out_lines()), of the programs in only."""
+    for line in suites.left_out_lines(arch_name, boot):
+        if not only or line.split(":")[0] in only:
+            tally.note(f"left out of {arch_name}'s {boot} plans: {line}")
 
 
 def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
@@ -362,7 +375,8 @@ def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
         build.build(arch_name, variant, "patched")
         with _image_lock:
             image.build(arch_name)
-        plan = suites.race_plan(suites.NOSPLIT_TESTS, variant, suites.NOSPLIT_UPSTREAM)
+        plan = suites.race_plan(suites.NOSPLIT_TESTS, variant, suites.NOSPLIT_UPSTREAM,
+                                arch_name)
         b = boot_and_parse(arch_name, "patched", variant, plan, "nosplit",
                            timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
         tally_boot(tally, prefix, b)

@@ -22,7 +22,13 @@ NOT_COUNTED = (
 class Tally:
     def __init__(self):
         self.rows = []          # (status, name, detail)
+        self.notes = []         # lines for the summary (note())
         self.timer = Timer()
+
+    def note(self, line):
+        """Add a line to the summary (once), e.g. what a plan left out."""
+        if line not in self.notes:
+            self.notes.append(line)
 
     def add(self, status, name, detail=""):
         """Add a row.  'variant' is a fixture variant for the other kernel
@@ -72,6 +78,8 @@ class Tally:
         for status, what in NOT_COUNTED:
             if self.count(status):
                 say(f"{self.count(status)} {what} (not counted)")
+        for line in self.notes:
+            say(line)
         say(f"{self.count('skip')} skipped" + self.skip_reasons())
         for s, n, d in fails:
             print(f"FAILED: {n}  {d}")

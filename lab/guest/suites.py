@@ -233,12 +233,76 @@ def _upstream_entry(prog, scale, extra=()):
     return (prog, scale * timeout, [f"/lab/selftests/mm/{prog}"] + args + list(extra))
 
 
-def test_plan(arch_name, own=True, upstream=True, only=None, variant="default"):
+# Tests of the own programs that a plan leaves out with the harness's -T
+# (a test's own name: all its fixture variants), and why.  ARCH_LEFT_OUT:
+# tests of a mechanism the arch does not have in 6.12, which could only
+# skip there.  BOOT_LEFT_OUT: tests a boot cannot run that another boot of
+# the same 'lab test' runs ("tests": the main test boots of both kernels,
+# where the numa boot runs what needs two nodes; "cortex-a72": the
+# NO_RANGE_TLBI boot, where the main boots run what needs the hardware
+# access flag).  'lab test' prints both tables with its summary.
+ARCH_LEFT_OUT = {
+    "x86_64": {
+        "mprotect_batch": (("contpte_unfolds", "halves_then_whole", "half_back_then_whole"),
+                           "x86_64 has no contiguous PTEs: nothing to unfold or fold"),
+        "mremap_batch": (("contpte_unfolds",),
+                         "x86_64 has no contiguous PTEs: move_ptes() never batches there"),
+        "read_batch": (("contpte_reads", "mincore_visits", "smaps_and_mlock",
+                        "mincore_vector", "fold_race"),
+                       "x86_64 has no contiguous PTEs: no contpte_ptep_get(), and "
+                       "contpte_early_exit and mincore_batch are not built there"),
+        "reclaim_batch": (("mglru_look_around_calls",),
+                          "x86_64 has no contiguous PTEs: the look-around's batch and "
+                          "single PTEs make the same calls"),
+    },
+    "arm64": {
+        "mprotect_batch": (("soft_dirty", "key_on_every_pte"),
+                           "arm64 has neither a soft-dirty PTE bit nor protection keys "
+                           "in 6.12"),
+        "mremap_batch": (("soft_dirty_survives",),
+                         "arm64 has no soft-dirty PTE bit in 6.12"),
+    },
+}
+BOOT_LEFT_OUT = {
+    "tests": {"read_batch": (("mbind_move",), "needs two NUMA nodes: the numa boot runs it")},
+    "cortex-a72": {"reclaim_batch": (("mglru_walk_calls",),
+                                     "Cortex-A72 has no hardware access flag, without which "
+                                     "MGLRU does not walk page tables: the main boots run it")},
+}
+
+
+def left_out(arch_name, prog, boot="tests"):
+    """The test names of own program prog that arch_name's plans for boot
+    leave out (ARCH_LEFT_OUT, BOOT_LEFT_OUT)."""
+    names = ARCH_LEFT_OUT.get(arch_name, {}).get(prog, ((), ""))[0]
+    return tuple(names) + BOOT_LEFT_OUT.get(boot, {}).get(prog, ((), ""))[0]
+
+
+def left_out_lines(arch_name, boot="tests"):
+    """One line per program and reason of what arch_name's plans for boot
+    leave out, for the run's summary."""
+    out = []
+    for table in (ARCH_LEFT_OUT.get(arch_name, {}), BOOT_LEFT_OUT.get(boot, {})):
+        for prog, (names, why) in sorted(table.items()):
+            out.append(f"{prog}: {', '.join(names)} ({why})")
+    return out
+
+
+def _own_entry(arch_name, prog, scale, boot="tests"):
+    return (prog, scale * OWN_TIMEOUTS.get(prog, 600),
+            [f"/lab/tests/{prog}"] + [a for n in left_out(arch_name, prog, boot)
+                                      for a in ("-T", n)])
+
+
+def test_plan(arch_name, own=True, upstream=True, only=None, variant="default",
+              boot="tests"):
+    """The plan of a test boot of arch_name: every own program (less what
+    left_out() names for boot) and the arch's upstream selftests."""
     scale = TIMEOUT_SCALE[variant]
     entries = []
     if own:
         for t in own_tests():
-            entries.append((t, scale * OWN_TIMEOUTS.get(t, 600), [f"/lab/tests/{t}"]))
+            entries.append(_own_entry(arch_name, t, scale, boot))
     if upstream:
         entries += [_upstream_entry(t, scale) for t in image.selftests_for(arch_name)]
     if only:
@@ -272,15 +336,19 @@ NUMA_QEMU = ("-smp", "2,sockets=2,cores=1,threads=1",
              "-numa", "node,nodeid=1,cpus=1,memdev=lab-m1")
 
 
-def race_plan(races, variant="default", upstream=None):
+def race_plan(races, variant="default", upstream=None, arch_name=None):
     """A plan that runs the named tests of each own program ({program:
-    names}) and then the upstream programs of upstream ({program: the word
-    its cases must have in their names, or None}; a word only for
-    CASE_PROGRAMS)."""
+    names}; on arch_name, less the ones ARCH_LEFT_OUT names, and a program
+    none is left of is not run) and then the upstream programs of upstream
+    ({program: the word its cases must have in their names, or None}; a
+    word only for CASE_PROGRAMS)."""
     scale = TIMEOUT_SCALE[variant]
-    entries = [(prog, scale * OWN_TIMEOUTS.get(prog, 600),
-                [f"/lab/tests/{prog}"] + [a for n in names for a in ("-t", n)])
-               for prog, names in sorted(races.items())]
+    entries = []
+    for prog, names in sorted(races.items()):
+        names = [n for n in names if n not in left_out(arch_name, prog, boot=None)]
+        if names:
+            entries.append((prog, scale * OWN_TIMEOUTS.get(prog, 600),
+                            [f"/lab/tests/{prog}"] + [a for n in names for a in ("-t", n)]))
     for prog, word in (upstream or {}).items():
         if word and prog not in CASE_PROGRAMS:
             raise ValueError(f"{prog} does not run case by case")

@@ -1,0 +1,73 @@
+"""What the plans leave out (suites.ARCH_LEFT_OUT, BOOT_LEFT_OUT): each name
+is a test of its program, the plans pass it to -T, and the summary says so."""
+
+import re
+
+from lab.commands import test as testcmd
+from lab.core import config
+from lab.core.tally import Tally
+from lab.guest import suites
+
+
+def plan_line(plan, prog):
+    lines = [ln for ln in plan.splitlines() if f" /lab/tests/{prog}" in ln]
+    assert len(lines) == 1, plan
+    return lines[0]
+
+
+def test_every_name_left_out_is_a_test_of_its_program():
+    """A misspelt name would leave nothing out, and the test would skip;
+    a name of another program's test would not be caught by that.  Each
+    must be a TEST_F of the program's own source."""
+    tables = list(suites.ARCH_LEFT_OUT.values()) + list(suites.BOOT_LEFT_OUT.values())
+    seen = 0
+    for table in tables:
+        for prog, (names, why) in table.items():
+            src = (config.GUEST / "tests" / f"{prog}.c").read_text()
+            tests = set(re.findall(r"^TEST_F(?:_TIMEOUT)?\(\w+, (\w+)", src, re.M))
+            assert why and set(names) <= tests, (prog, set(names) - tests)
+            seen += len(names)
+    assert seen >= 10
+
+
+def test_the_x86_64_plan_leaves_out_the_contpte_tests_and_arm64_keeps_them():
+    x86 = plan_line(suites.test_plan("x86_64", upstream=False), "read_batch")
+    arm = plan_line(suites.test_plan("arm64", upstream=False), "read_batch")
+    assert "-T contpte_reads" in x86 and "-T fold_race" in x86
+    assert "-T contpte_reads" not in arm and "-T fold_race" not in arm
+    # both main boots have one NUMA node: the numa boot runs mbind_move
+    assert "-T mbind_move" in x86 and "-T mbind_move" in arm
+    assert "-T soft_dirty " in plan_line(suites.test_plan("arm64", upstream=False),
+                                         "mprotect_batch") + " "
+    assert "-T" not in plan_line(suites.test_plan("x86_64", upstream=False), "pt_reclaim")
+
+
+def test_a_race_plan_drops_a_program_with_nothing_left_to_run():
+    races = {"read_batch": ("fold_race",), "reclaim_tlb": ("no_lost_write_anon",)}
+    x86 = suites.race_plan(races, arch_name="x86_64")
+    arm = suites.race_plan(races, arch_name="arm64")
+    assert "read_batch" not in x86 and "lab_plan 1\n" in x86
+    assert "/lab/tests/read_batch -t fold_race" in arm and "lab_plan 2\n" in arm
+    # the numa boot runs what the main boots leave out
+    numa = suites.race_plan(suites.NUMA_TESTS, arch_name="x86_64")
+    assert "/lab/tests/read_batch -t mbind_move" in numa
+
+
+def test_the_cortex_a72_plan_leaves_out_the_page_table_walk_count():
+    plan = suites.test_plan("arm64", upstream=False, only={"reclaim_batch"},
+                            boot="cortex-a72")
+    assert "-T mglru_walk_calls" in plan_line(plan, "reclaim_batch")
+    assert "-T mglru_walk_calls" not in plan_line(
+        suites.test_plan("arm64", upstream=False, only={"reclaim_batch"}), "reclaim_batch")
+
+
+def test_the_summary_lists_what_the_plans_left_out(capsys):
+    tally = Tally()
+    tally.add("pass", "x")
+    testcmd.note_left_out(tally, "x86_64", "tests")
+    testcmd.note_left_out(tally, "x86_64", "tests")     # once
+    testcmd.note_left_out(tally, "arm64", "tests", only={"reclaim_batch"})
+    tally.finish(config.WORK / "none.json")
+    out = capsys.readouterr().out
+    assert out.count("left out of x86_64's tests plans: read_batch: contpte_reads") == 1
+    assert "arm64's tests plans" not in out
