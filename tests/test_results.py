@@ -209,3 +209,19 @@ def test_a_skip_without_a_description_is_a_skip_not_a_pass():
                        "ok 1 mkdirty\n")
     assert [(r.name, r.status, r.detail) for r in rs] == [
         ("mkdirty/# SKIP mbind() failed", "skip", "mbind() failed")]
+
+
+def test_bench_lines_have_one_parser():
+    """guest/results.py owns the console's BENCH lines; the commands use it."""
+    assert results.bench_record('BENCH {"workload": "w", "rep": 1}') == {"workload": "w",
+                                                                       "rep": 1}
+    assert results.bench_record('BENCH-HIST {"hist": []}', "BENCH-HIST") == {"hist": []}
+    assert results.bench_record('BENCH-HIST {"hist": []}') is None
+    assert results.bench_record("BENCH-START w on 1") is None
+    assert results.bench_start("x BENCH-START w on -1") == ("w", "on", "-1")
+    with pytest.raises(ValueError):
+        results.bench_record("BENCH {not json")
+    from lab.core import config
+    for py in (config.REPO / "lab" / "commands").glob("*.py"):
+        assert 'line[len("BENCH ' not in py.read_text() and "line[6:]" not in \
+            py.read_text(), py

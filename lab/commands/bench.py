@@ -54,16 +54,14 @@ def parse_runs(boot, meta):
     runs = []
     start = None
     for t, line in boot.stamps:
-        if line.startswith("BENCH-START"):
+        if results.bench_start(line):
             start = t
-        elif line.startswith("BENCH {"):
-            rec = json.loads(line[len("BENCH "):])
+        elif (rec := results.bench_record(line)) is not None:
             rec["wall_s"] = round(t - start, 3) if start is not None else None
             rec.update(meta)
             runs.append(rec)
             start = None
-        elif line.startswith("BENCH-HIST {"):
-            h = json.loads(line[len("BENCH-HIST "):])
+        elif (h := results.bench_record(line, "BENCH-HIST")) is not None:
             for rec in runs[::-1]:
                 if (rec["workload"], rec["mode"], rec["rep"]) == \
                         (h["workload"], h["mode"], h["rep"]):
@@ -88,8 +86,8 @@ def setup_failures(text):
     for line in text.splitlines():
         if SETUP_FAILED.search(line):
             since.append(line.strip())
-        elif (m := re.search(r"BENCH-START (\S+) (\S+) (-?\d+)", line)):
-            out[m.groups()] = since
+        elif (started := results.bench_start(line)):
+            out[started] = since
         elif line.startswith("BENCH {"):
             since = []
     return out
@@ -271,8 +269,8 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
     t0, done = time.monotonic(), [0]
 
     def echo(line):
-        if line.startswith("BENCH {"):
-            rec = json.loads(line[6:])
+        rec = results.bench_record(line)
+        if rec is not None:
             done[0] += 1
             say(f"  {arch_name}/{flavour} {rec['workload']:20} {rec['mode']:10} "
                 f"rep {rec['rep']}: {instr_time(rec) / 1e9:.4f} s instruction-time"

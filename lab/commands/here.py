@@ -26,7 +26,7 @@ import shutil
 
 from ..core import config
 from ..core.util import LabError, say
-from ..guest import image
+from ..guest import image, results
 from ..guest.workloads import BY_NAME, default_names, named, plan
 from ..kernel import source
 
@@ -121,12 +121,12 @@ def collect(outdir, bundle_info=None):
     for n, line in enumerate(logf.read_text(errors="replace").splitlines(), 1):
         if line.startswith("# here: "):
             skipped.append(line[len("# here: "):])
-        if not line.startswith("BENCH {"):
-            continue
         try:
-            rec = json.loads(line[len("BENCH "):])
+            rec = results.bench_record(line)
         except ValueError as e:
             raise LabError(f"{logf}:{n}: not a BENCH record ({e}): {line[:120]}") from e
+        if rec is None:
+            continue
         if rec.get("exit") != 0:
             failed.append(f"{rec.get('workload')} {rec.get('mode')} rep {rec.get('rep')} "
                           f"(exit {rec.get('exit')})")

@@ -6,6 +6,7 @@ indented by four spaces, so the results of its subtests are the lines
 program's subtests, or the program itself when it reports none.
 """
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -270,3 +271,25 @@ def durations(text):
         if m:
             took[m.group(1)] += float(m.group(2))
     return dict(took)
+
+
+# The bench's console lines (guest/bench/*.c and lab_bench of guest/lib.sh):
+# "BENCH-START WORKLOAD MODE REP" before a run, "BENCH {json}" its record,
+# "BENCH-HIST {json}" a histogram of that run.
+BENCH_START_RE = re.compile(r"BENCH-START (\S+) (\S+) (-?\d+)")
+
+
+def bench_record(line, kind="BENCH"):
+    """The JSON object of a console line 'KIND {...}' (kind "BENCH": a run's
+    record; "BENCH-HIST": its histogram), or None for any other line.  A line
+    that starts so and does not parse raises ValueError."""
+    if not line.startswith(kind + " {"):
+        return None
+    return json.loads(line[len(kind) + 1:])
+
+
+def bench_start(line):
+    """(workload, mode, rep) of a 'BENCH-START' line (rep as printed), or
+    None."""
+    m = BENCH_START_RE.search(line)
+    return m.groups() if m else None
