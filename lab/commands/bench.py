@@ -21,7 +21,6 @@ import json
 import re
 import threading
 import time
-from pathlib import Path
 
 from ..core import config
 from ..core.util import LabError, Timer, say, warn
@@ -344,21 +343,14 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
 
 
 def stock_key(arch_name, kernel, plan_text, env, kwargs):
-    """(key, inputs) under which a stock bench boot is stored (cache.py):
-    the kernel's and the guest image's bytes, the plan, the boot's
-    arguments and the QEMU version and command line; None when the kernel
-    or the image is not there to hash."""
-    files = {"kernel": kernel, "image": image.base_path(arch_name)}
-    if not all(Path(f).is_file() for f in files.values()):
-        return None
-    args = dict(kwargs, arch=arch_name, env=env, bench=True,
-                qemu=run.qemu_version(arch_name),
-                qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD",
-                                      mem_mb=kwargs["mem_mb"], cpus=kwargs["cpus"],
-                                      append=kwargs.get("append", ""),
-                                      icount=kwargs.get("icount", False),
-                                      cpu=kwargs.get("cpu")))
-    return cache.key(files, plan_text, args)
+    """(key, inputs) under which a stock bench boot is stored
+    (cache.boot_key()): its arguments, with env and bench=True; None when
+    the kernel or the image is not there to hash."""
+    qemu_args = dict(mem_mb=kwargs["mem_mb"], cpus=kwargs["cpus"],
+                     append=kwargs.get("append", ""), icount=kwargs.get("icount", False),
+                     cpu=kwargs.get("cpu"))
+    return cache.boot_key(arch_name, kernel, plan_text, qemu_args,
+                          **dict(kwargs, arch=arch_name, env=env, bench=True))
 
 
 def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,

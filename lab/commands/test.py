@@ -243,17 +243,16 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
     (unless use_cache is False), otherwise a fresh boot, which is stored
     when the boot itself did not fail."""
     name = f"{arch_name}-{variant}-stock"
-    files = {"kernel": build.image_path(arch_name, variant, "stock"),
-             "image": image.base_path(arch_name)}
-    args = dict(TEST_BOOT, arch=arch_name, variant=variant, flavour="stock",
-                qemu=run.qemu_version(arch_name),
-                qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD",
-                                      mem_mb=TEST_BOOT["mem_mb"], cpus=TEST_BOOT["cpus"],
-                                      append=suites.boot_append(arch_name,
-                                                                TEST_BOOT["append"]),
-                                      accel=TEST_BOOT["accel"], variant=variant),
-                disks_mb=[run.XFS_MB, run.SWAP_MB])
-    k, inputs = cache.key(files, plan, args)
+    qemu_args = dict(mem_mb=TEST_BOOT["mem_mb"], cpus=TEST_BOOT["cpus"],
+                     append=suites.boot_append(arch_name, TEST_BOOT["append"]),
+                     accel=TEST_BOOT["accel"], variant=variant)
+    stored = cache.boot_key(arch_name, build.image_path(arch_name, variant, "stock"),
+                            plan, qemu_args,
+                            **dict(TEST_BOOT, arch=arch_name, variant=variant,
+                                   flavour="stock", disks_mb=[run.XFS_MB, run.SWAP_MB]))
+    if stored is None:
+        raise LabError(f"{name}: no kernel or guest image to boot (build them first)")
+    k, inputs = stored
     hit = cache.load(name, k) if use_cache else None
     if hit:
         hit[1].plan = plan   # the key holds the plan's hash: the stored boot ran it

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..core import config
+from . import image, run
 from .run import Boot
 
 
@@ -56,6 +57,19 @@ def key(files, plan, args):
     k = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     inputs = dict(hashed, paths={name: str(path) for name, path in files.items()})
     return k, inputs
+
+
+def boot_key(arch_name, kernel, plan, qemu_args, **args):
+    """(key, inputs) of a boot of kernel with arch_name's guest image and
+    plan: args as given, with the QEMU version and the command line that
+    run.qemu_cmd() makes of qemu_args (its keyword arguments); None when
+    the kernel or the image is not there to hash."""
+    files = {"kernel": kernel, "image": image.base_path(arch_name)}
+    if not all(Path(f).is_file() for f in files.values()):
+        return None
+    args = dict(args, qemu=run.qemu_version(arch_name),
+                qemu_cmd=run.qemu_cmd(arch_name, "KERNEL", "INITRD", **qemu_args))
+    return key(files, plan, args)
 
 
 def _entry(name, k):
