@@ -1,0 +1,64 @@
+"""The 'lab test' command as a whole: the host and guest suites (test.py),
+the export row, the CI leaves of 'lab check' beside the short form of
+'lab harden' (harden.py), and the summary.
+
+test.py and harden.py do not import each other; this module runs one after
+the other under one tally.
+"""
+
+import threading
+from pathlib import Path
+
+from ..core.tally import Tally
+from ..core.util import say
+from ..kernel import build, check, export
+from . import harden, test
+
+
+def run(arches, variant="default", only=None, pytest=True, own=True, upstream=True,
+        harden_too=True, check_too=True, use_cache=True, jobs=2, kcidb_file=None):
+    """Every part of 'lab test' (only: program names, which leaves out the
+    export row, the check leaves and the harden short form); return the
+    exit status (Tally.finish())."""
+    tally = Tally()
+    harden_too = harden_too and not only
+    test.main(tally, arches, variant, pytest=pytest, own=own, upstream=upstream,
+              only=only, use_cache=use_cache,
+              later=harden.short_kernels(arches) if harden_too else (), jobs=jobs)
+    if not only:
+        test.guarded(tally, "export/lab", export.test_row, tally)
+    checker = None
+    if check_too and not only:
+        # The check leaves only compile: they run beside the nosplit boot
+        # and the load, once the kernels those boot are built (one build
+        # at a time).
+        if harden_too:
+            for kernel in harden.short_kernels(arches):
+                test.guarded(tally, f"{kernel[0]}/{kernel[1]}/lab", build.build, *kernel)
+        checked = []
+
+        def run_check():
+            test.guarded(tally, "check/lab", check.ci_form, tally, use_cache=use_cache)
+            checked.append(True)
+
+        checker = threading.Thread(target=run_check, name="check")
+        checker.start()
+    if harden_too:
+        # every step under the same net as the arches' threads: an
+        # exception is a failed row, and the run still ends with its count
+        for arch_name, kvariant, _ in harden.short_kernels(arches):
+            test.nosplit_check(tally, arch_name, kvariant)   # guarded inside
+        test.guarded(tally, "harden/lab", harden.short_form, tally, arches)
+    if checker:
+        checker.join()
+        # a thread that ended without a word (SystemExit is not an
+        # Exception, guarded() lets it through) must not pass by silence
+        if not checked:
+            tally.add("fail", "check/lab", "the check leaves ended without reporting "
+                      "(see the traceback above)")
+    tally.close()
+    if kcidb_file:
+        from ..outputs import kcidb
+        nb, nt = kcidb.write(tally.rows, Path(kcidb_file))
+        say(f"KCIDB I/O: {nb} builds, {nt} tests in {kcidb_file}")
+    return tally.finish(tally.save("test"))
