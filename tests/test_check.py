@@ -12,6 +12,7 @@ from lab import cli
 from lab.core import config, deps
 from lab.core.tally import Tally
 from lab.core.util import LabError
+from lab.commands import check as ccheck
 from lab.kernel import build, check
 
 STOCK_LOG = """\
@@ -117,7 +118,7 @@ def test_a_known_entry_explains_only_its_own_warning(other):
 def test_a_known_false_warning_is_shown_in_the_report(capsys):
     tally = Tally()
     v = check.select(["arm64/lab-contpte-off"])[0]
-    check.report(tally, v, check.verdict("pass", "1 known false warning",
+    ccheck.report(tally, v, check.verdict("pass", "1 known false warning",
                                          known=[(SPARSE_KNOWN, "why")]))
     out = capsys.readouterr().out
     assert f"known: {SPARSE_KNOWN}" in out and "why it is false: why" in out
@@ -468,14 +469,14 @@ def test_a_second_run_with_the_same_inputs_prints_the_stored_verdict(work, monke
     monkeypatch.setattr(check, "build_variant", build_variant)
     v = variant("x86_64/lab-thp-off")
     tally = Tally()
-    check.check(v, tally)
-    check.check(v, tally)
+    ccheck.check(v, tally)
+    ccheck.check(v, tally)
     assert builds == ["check/x86_64/lab-thp-off"]
     assert tally.rows[1] == ("fail", "check/x86_64/lab-thp-off", "1 new warning, cached")
     assert capsys.readouterr().out.count("new: ../mm/rmap.c:9:1: warning: new one") == 2
     inputs["patched"] = "9" * 40                      # a new commit in the patched tree
-    check.check(v, tally)
-    check.check(v, tally, use_cache=False)            # --no-cache
+    ccheck.check(v, tally)
+    ccheck.check(v, tally, use_cache=False)            # --no-cache
     assert len(builds) == 3
 
 
@@ -484,7 +485,7 @@ def test_a_leaf_that_could_not_run_is_not_stored(work, monkeypatch):
     monkeypatch.setattr(check, "needs", lambda v, t: ["riscv64-linux-gnu-gcc"])
     v = variant("riscv64/defconfig")
     tally = Tally()
-    check.check(v, tally)
+    ccheck.check(v, tally)
     assert tally.rows[0][0] == "fail" and "riscv64-linux-gnu-gcc not found" in tally.rows[0][2]
     assert not (check.build_dir(v, "patched") / check.STAMP).exists()
 
@@ -574,7 +575,7 @@ def test_lab_check_list_prints_the_variants(capsys):
 
 def test_lab_check_options_reach_main(monkeypatch):
     got = []
-    monkeypatch.setattr(check, "main", lambda names, **kw: got.append((names, kw)) or 0)
+    monkeypatch.setattr(ccheck, "main", lambda names, **kw: got.append((names, kw)) or 0)
     assert cli.main(["check"]) == 0
     assert cli.main(["check", "--all", "--full", "--no-cache", "-k", "a", "-k", "b"]) == 0
     assert cli.main(["check", "--quick"]) == 0
@@ -622,7 +623,7 @@ def test_lab_test_runs_the_ci_leaves_unless_told_not_to(monkeypatch, tmp_path):
     monkeypatch.setattr(testcmd, "main", lambda *a, **k: None)
     monkeypatch.setattr(export, "test_row", lambda tally: None)
     monkeypatch.setattr(harden, "short_form", lambda *a: None)
-    monkeypatch.setattr(check, "ci_form", lambda tally, use_cache: ran.append(use_cache))
+    monkeypatch.setattr(ccheck, "ci_form", lambda tally, use_cache: ran.append(use_cache))
     monkeypatch.setattr(config, "WORK", tmp_path)
     cli.main(["test"])
     cli.main(["test", "--no-cache"])
@@ -662,8 +663,8 @@ def test_sparse_failing_on_both_trees_gets_a_skip_row_and_w1_still_runs(monkeypa
     assert result["status"] == "pass"
     assert "fails on stock the same way" in result["no_sparse"]
     assert calls == [("patched", True), ("stock", True), ("patched", False), ("stock", False)]
-    tally = check.Tally()
-    check.report(tally, v, result)
+    tally = Tally()
+    ccheck.report(tally, v, result)
     assert [r[0] for r in tally.rows] == ["pass", "skip"]
 
 

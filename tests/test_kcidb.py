@@ -105,7 +105,8 @@ def test_write_and_the_command_line(tmp_path, monkeypatch):
     seen = []
     from lab.commands import harden, test as testcmd
     from lab.core import config
-    from lab.kernel import check, export
+    from lab.commands import check
+    from lab.kernel import export
     monkeypatch.setattr(testcmd, "main", lambda tally, *a, **k: tally.rows.extend(ROWS))
     monkeypatch.setattr(harden, "short_form", lambda *a: None)
     monkeypatch.setattr(check, "ci_form", lambda *a, **k: None)

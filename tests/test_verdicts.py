@@ -514,7 +514,8 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test
-    from lab.kernel import check, export
+    from lab.commands import check
+    from lab.kernel import export
 
     monkeypatch.setattr(config, "WORK", tmp_path)
     monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: tally.add("pass", "x/y"))
@@ -567,7 +568,8 @@ def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsy
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test
-    from lab.kernel import check, export
+    from lab.commands import check
+    from lab.kernel import export
 
     def boom(*a, **kw):
         raise NameError("name 'plan' is not defined")
@@ -596,7 +598,8 @@ def test_a_check_thread_that_ends_without_a_word_fails(monkeypatch, capsys):
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test
-    from lab.kernel import check, export
+    from lab.commands import check
+    from lab.kernel import export
 
     def exits(tally, use_cache=True):
         raise SystemExit("lab: unknown arch 'riscv64'")

@@ -23,9 +23,10 @@ def add_parser(sub):
 
 
 def cmd_check(args):
-    from ..kernel import check
+    from ..commands import check
+    from ..kernel import check as kcheck
     if args.list:
-        check.list_variants()
+        kcheck.list_variants()
         return 0
     if args.full and args.quick:
         raise LabError("--full and --quick contradict each other")

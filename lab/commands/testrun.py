@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..core.tally import Tally
 from ..core.util import say
-from ..kernel import build, check, export
-from . import harden, test
+from ..kernel import build, export
+from . import check, harden, test
 
 
 def run(arches, variant="default", only=None, pytest=True, own=True, upstream=True,

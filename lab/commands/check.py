@@ -1,0 +1,74 @@
+"""The 'lab check' command: run the selected leaves of kernel/check.py (or
+print their stored verdicts), add each to a tally, and summarise; and the
+CI form that 'lab test' runs.  What a leaf builds and how its warnings are
+judged stays in kernel/check.py."""
+
+from ..core import config
+from ..core.tally import Tally
+from ..core.util import LabError
+from ..kernel import build, source
+from ..kernel import check as kcheck
+
+
+def check(v, tally, full=False, use_cache=True, quick=False):
+    """Run one leaf (or print its stored verdict) and add it to the tally;
+    quick builds a lab variant's QUICK_DIRS only (kcheck.variant_dirs())."""
+    t = kcheck.TARGETS[v.arch]
+    if v.base == "each-commit":
+        stamp = config.source_tree("bisect") / f"out-{v.arch}-default" / kcheck.STAMP
+    else:
+        stamp = kcheck.build_dir(v, "patched") / kcheck.STAMP
+    try:
+        key = kcheck.stamp_key(kcheck.stamp_inputs(v, t, full, quick))
+        hit = kcheck.load_stamp(stamp, key) if use_cache else None
+        if hit:
+            report(tally, v, hit, cached=True)
+            return
+        missing = kcheck.needs(v, t)
+        if missing:
+            raise LabError(f"{', '.join(missing)} not found; run 'lab deps --install'")
+        if v.base == "each-commit":
+            failed = build.each_commit(v.arch)
+            result = kcheck.verdict("fail", "does not build at "
+                                    + " ".join(c[:12] for c in failed)) \
+                if failed else kcheck.verdict("pass")
+        else:
+            result = kcheck.build_variant(v, t, full, quick)
+    except LabError as e:
+        report(tally, v, kcheck.verdict("fail", str(e).splitlines()[0], str(e)))
+        return
+    kcheck.save_stamp(stamp, key, result)
+    report(tally, v, result)
+
+
+def report(tally, v, result, cached=False):
+    detail = result["detail"]
+    if cached:
+        detail = f"{detail}, cached" if detail else "cached"
+    tally.add(result["status"], v.leaf, detail)
+    if result.get("no_sparse"):
+        tally.add("skip", f"{v.leaf}/sparse", result["no_sparse"])
+    if result["status"] != "pass" and result["error"] \
+            and result["error"].strip() != result["detail"].strip():
+        print("\n".join("    " + l for l in result["error"].splitlines()))
+    for line in result["new"]:
+        print(f"    new: {line}")
+    for line, reason in result.get("known", []):
+        print(f"    known: {line}\n      why it is false: {reason}")
+
+
+def ci_form(tally, use_cache=True):
+    """What 'lab test' runs: the leaves marked ci, in the quick form."""
+    for v in kcheck.VARIANTS:
+        if v.ci:
+            check(v, tally, use_cache=use_cache, quick=True)
+
+
+def main(names=None, everything=False, full=False, use_cache=True, quick=False):
+    """'lab check': the selected leaves, then the summary; the exit status."""
+    variants = kcheck.select(names, everything)
+    source.apply()
+    tally = Tally()
+    for v in variants:
+        check(v, tally, full, use_cache, quick)
+    return tally.finish(tally.save("check"))
