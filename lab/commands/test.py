@@ -6,7 +6,7 @@ with a foliobatch= boot parameter and, where suites.NO_RANGE_TLBI names a
 CPU without range TLB invalidation, once more on that CPU for the reclaim
 suites.  The stock boot is reused from the
 cache (cache.py) when the stock image, the guest image, the plan and the
-boot arguments are those of a stored one.  (cmd_test of lab/cli/test.py then
+boot arguments are those of a stored one.  (testrun.py then
 adds the short form of 'lab harden' to the same tally; see
 harden.short_form.)
 Verdicts:
