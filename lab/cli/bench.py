@@ -30,6 +30,9 @@ def add_parser(sub):
     sp.add_argument("--history", action="store_true",
                     help="make docs/results.md from the measurements stored in "
                     "docs/results/ (each one's report too)")
+    sp.add_argument("--tests", nargs="?", const="newest", metavar="RESULTS",
+                    help="docs/results/test-summary.json and the README's counts from "
+                    "a stored 'lab test' run (default: the newest work/results/test-*.json)")
     sp.set_defaults(fn=cmd_report)
 
 
@@ -54,6 +57,9 @@ def cmd_report(args):
     from pathlib import Path
 
     from ..commands import reportdir
+    if args.tests:
+        reportdir.tests(None if args.tests == "newest" else Path(args.tests))
+        return 0
     if args.history == bool(args.dir):
         raise LabError("lab report: give a bench directory, or --history")
     if args.history:

@@ -9,12 +9,14 @@ and here.py are below this module, so neither imports the other.
 """
 
 import json
+import subprocess
+import time
 
 from ..core import config
 from ..core.util import LabError, say
 from ..guest import workloads
 from ..outputs import history as history_md
-from ..outputs import report
+from ..outputs import report, testsummary
 from . import here
 from .bench import in_series
 
@@ -46,3 +48,26 @@ def history():
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
     say(f"wrote {out}")
+
+
+def tests(rows_file=None):
+    """'lab report --tests': docs/results/test-summary.json from a stored
+    'lab test' run (rows_file, or the newest WORK/results/test-*.json), and
+    the README's sentence made from it (testsummary.py)."""
+    if rows_file is None:
+        runs = sorted((config.WORK / "results").glob("test-*.json"))
+        if not runs:
+            raise LabError(f"no stored 'lab test' run in {config.WORK / 'results'}")
+        rows_file = runs[-1]
+    rows = json.loads(rows_file.read_text())
+    commit = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=7",
+                             "HEAD"], capture_output=True, text=True).stdout.strip()
+    when = time.strftime("%Y-%m-%d", time.localtime(rows_file.stat().st_mtime))
+    s = testsummary.summarize(rows, commit or "unknown", when)
+    out = config.REPO / "docs" / "results" / "test-summary.json"
+    out.write_text(json.dumps(s, indent=1) + "\n")
+    readme = config.REPO / "README.md"
+    readme.write_text(testsummary.replace_block(readme.read_text(),
+                                                testsummary.readme_block(s)))
+    say(f"{out} and README.md from {rows_file}: {s['passed']} passed, "
+        f"{s['failed']} failed, {s['skipped']} skipped")

@@ -1,0 +1,54 @@
+"""Testsummary: the counts of a stored 'lab test' run, and the README's
+sentence made from them.
+
+'lab report --tests' reads a run's rows (WORK/results/test-*.json, the
+newest by default), writes docs/results/test-summary.json (the counts by
+status, the skips by reason, the run's date and the tree's commit) and
+puts the sentence made from it into README.md between the TEST_SUMMARY
+markers.  A host test fails when the README's sentence is not the one the
+stored summary makes, so the README cannot state counts no run produced.
+"""
+
+import json
+import re
+from collections import Counter
+
+BEGIN = "<!-- test-summary: made by 'lab report --tests'; do not edit -->"
+END = "<!-- /test-summary -->"
+
+
+def summarize(rows, commit, when):
+    """The summary of a run's rows ([{"status", "name", "detail"}]): counts
+    by status, skips by reason (a skip's message without the case it names
+    in parentheses, as Tally.skip_reasons()), commit and when (strings)."""
+    by = Counter(r["status"] for r in rows)
+    reasons = Counter(r["detail"].split(" (")[0] for r in rows if r["status"] == "skip")
+    return {"commit": commit, "when": when,
+            "passed": by["pass"], "failed": by["fail"], "skipped": by["skip"],
+            "not_counted": {s: by[s] for s in ("variant", "xfail", "stockfail", "flaky")
+                            if by[s]},
+            "skip_reasons": dict(reasons.most_common())}
+
+
+def readme_block(s):
+    """The README's lines for a summary s."""
+    reasons = "; ".join(f"{n} {r}" for r, n in s["skip_reasons"].items())
+    return "\n".join([
+        BEGIN,
+        f"The newest stored full run (`lab test`, commit {s['commit']}, {s['when']}): "
+        f"**{s['passed']} passed, {s['failed']} failed**, {s['skipped']} skipped"
+        + (f" ({reasons})" if reasons else "") + ".",
+        END])
+
+
+def replace_block(text, block):
+    """text with its BEGIN..END block replaced by block (ValueError if it has
+    none)."""
+    pat = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pat.search(text):
+        raise ValueError("no test-summary block (its BEGIN and END markers)")
+    return pat.sub(lambda m: block, text, count=1)
+
+
+def load(path):
+    return json.loads(path.read_text())
