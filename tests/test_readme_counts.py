@@ -29,7 +29,7 @@ def test_summary_counts_and_the_block_it_makes():
             {"status": "skip", "name": "b", "detail": "no MTE: none (x)"},
             {"status": "skip", "name": "c", "detail": "no MTE: none (y)"},
             {"status": "variant", "name": "d", "detail": ""}]
-    s = testsummary.summarize(rows, "abc1234", "2026-11-27")
+    s = testsummary.summarize(rows, "abc1234", "2026-11-27", "21m32s")
     assert (s["passed"], s["failed"], s["skipped"]) == (1, 0, 2)
     assert s["skip_reasons"] == {"no MTE: none": 2} and s["not_counted"] == {"variant": 1}
     text = "x\n" + testsummary.BEGIN + "\nold\n" + testsummary.END + "\ny"

@@ -9,10 +9,10 @@ and here.py are below this module, so neither imports the other.
 """
 
 import json
-import subprocess
 import time
 
 from ..core import config
+from ..core.tally import info_path
 from ..core.util import LabError, say
 from ..guest import workloads
 from ..outputs import history as history_md
@@ -53,17 +53,20 @@ def history():
 def tests(rows_file=None):
     """'lab report --tests': docs/results/test-summary.json from a stored
     'lab test' run (rows_file, or the newest WORK/results/test-*.json), and
-    the README's sentence made from it (testsummary.py)."""
+    the README's sentence made from it (testsummary.py).  The run's commit
+    and time come from what Tally.save() stored beside its rows."""
     if rows_file is None:
         runs = sorted((config.WORK / "results").glob("test-*.json"))
         if not runs:
             raise LabError(f"no stored 'lab test' run in {config.WORK / 'results'}")
         rows_file = runs[-1]
+    info = info_path(rows_file)
+    if not info.exists():
+        raise LabError(f"{info} not found: the run's commit and time are not stored")
+    meta = json.loads(info.read_text())
     rows = json.loads(rows_file.read_text())
-    commit = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=7",
-                             "HEAD"], capture_output=True, text=True).stdout.strip()
     when = time.strftime("%Y-%m-%d", time.localtime(rows_file.stat().st_mtime))
-    s = testsummary.summarize(rows, commit or "unknown", when)
+    s = testsummary.summarize(rows, meta["commit"], when, meta["time"])
     out = config.REPO / "docs" / "results" / "test-summary.json"
     out.write_text(json.dumps(s, indent=1) + "\n")
     readme = config.REPO / "README.md"

@@ -1,6 +1,7 @@
 """Tally: the result rows of 'lab test' and 'lab harden', and their summary."""
 
 import json
+import subprocess
 import time
 from collections import Counter
 
@@ -17,6 +18,11 @@ NOT_COUNTED = (
               "above)"),
     ("variant", "fixture variants for the other kernel, run by that kernel's boot"),
 )
+
+
+def info_path(rows_path):
+    """Where Tally.save() puts the run's commit and time for its rows."""
+    return rows_path.with_name(rows_path.stem + ".info")
 
 
 class Tally:
@@ -49,12 +55,18 @@ class Tally:
                      f"{self.count('skip')} skipped)")
 
     def save(self, kind):
-        """Write the rows to WORK/results/<kind>-<time>.json; return its path."""
+        """Write the rows to WORK/results/<kind>-<time>.json, and the run's
+        commit and time so far beside them (info_path()); return the rows'
+        path."""
         self.close()
         out = config.WORK / "results" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
                                    for s, n, d in self.rows], indent=1))
+        commit = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=7",
+                                 "HEAD"], capture_output=True, text=True).stdout.strip()
+        info_path(out).write_text(json.dumps({"commit": commit or "unknown",
+                                              "time": str(self.timer)}) + "\n")
         return out
 
     def skip_reasons(self):

@@ -3,7 +3,7 @@ sentence made from them.
 
 'lab report --tests' reads a run's rows (WORK/results/test-*.json, the
 newest by default), writes docs/results/test-summary.json (the counts by
-status, the skips by reason, the run's date and the tree's commit) and
+status, the skips by reason, the run's date, time and commit) and
 puts the sentence made from it into README.md between the TEST_SUMMARY
 markers.  A host test fails when the README's sentence is not the one the
 stored summary makes, so the README cannot state counts no run produced.
@@ -17,13 +17,14 @@ BEGIN = "<!-- test-summary: made by 'lab report --tests'; do not edit -->"
 END = "<!-- /test-summary -->"
 
 
-def summarize(rows, commit, when):
+def summarize(rows, commit, when, took):
     """The summary of a run's rows ([{"status", "name", "detail"}]): counts
     by status, skips by reason (a skip's message without the case it names
-    in parentheses, as Tally.skip_reasons()), commit and when (strings)."""
+    in parentheses, as Tally.skip_reasons()), the commit it ran, when and
+    how long it took (strings)."""
     by = Counter(r["status"] for r in rows)
     reasons = Counter(r["detail"].split(" (")[0] for r in rows if r["status"] == "skip")
-    return {"commit": commit, "when": when,
+    return {"commit": commit, "when": when, "time": took,
             "passed": by["pass"], "failed": by["fail"], "skipped": by["skip"],
             "not_counted": {s: by[s] for s in ("variant", "xfail", "stockfail", "flaky")
                             if by[s]},
@@ -35,7 +36,8 @@ def readme_block(s):
     reasons = "; ".join(f"{n} {r}" for r, n in s["skip_reasons"].items())
     return "\n".join([
         BEGIN,
-        f"The newest stored full run (`lab test`, commit {s['commit']}, {s['when']}): "
+        f"The newest stored full run (`lab test`, commit {s['commit']}, {s['when']}, "
+        f"{s['time']} on the project's machine): "
         f"**{s['passed']} passed, {s['failed']} failed**, {s['skipped']} skipped"
         + (f" ({reasons})" if reasons else "") + ".",
         END])
