@@ -5,7 +5,7 @@ from pathlib import Path
 
 from lab.commands import bench
 from lab.guest import run, workloads
-from lab.outputs import report
+from lab.outputs import report, stats, tables
 
 
 def test_plan_alternates_mode_order_and_sets_switches():
@@ -61,17 +61,17 @@ def test_report_change_and_off_vs_stock(tmp_path):
     runs += [rec("pt-reclaim", "on", i, 500, vmpte_after_kb=48) for i in range(2)]
     runs += [rec("pt-reclaim", "stock", i, 1010, "stock", vmpte_after_kb=4144)
              for i in range(2)]
-    groups = report.summarize(runs)
-    md = report.markdown(groups, [w], "x86_64", lambda s: True)
+    groups = stats.summarize(runs)
+    md = tables.markdown(groups, [w], "x86_64", lambda s: True)
     assert "| pt-reclaim | instruction-time |" in md and "-50.0%" in md
-    text, ok = report.off_vs_stock(groups, "x86_64", w)
+    text, ok = tables.off_vs_stock(groups, "x86_64", w)
     assert ok and "-0.99%" in text
     runs[-1]["metrics"]["vmpte_after_kb"] = 48
     runs[-2]["metrics"]["vmpte_after_kb"] = 48
-    text, ok = report.off_vs_stock(report.summarize(runs), "x86_64", w)
+    text, ok = tables.off_vs_stock(stats.summarize(runs), "x86_64", w)
     assert ok is False and "VmPTE" in text
     runs[0]["metrics"]["time_ns"] = 2000         # off runs now vary by 67%
-    text, ok = report.off_vs_stock(report.summarize(runs), "x86_64", w)
+    text, ok = tables.off_vs_stock(stats.summarize(runs), "x86_64", w)
     assert ok is None and "vary" in text
 
 
@@ -82,11 +82,11 @@ def test_one_run_each_is_marked_not_judged_as_repeatable():
     runs = [rec("pt-reclaim", "off", 0, 1000, vmpte_after_kb=4144),
             rec("pt-reclaim", "on", 0, 500, vmpte_after_kb=48),
             rec("pt-reclaim", "stock", 0, 1200, "stock", vmpte_after_kb=4144)]
-    groups = report.summarize(runs)
-    md = report.markdown(groups, [w], "x86_64", lambda s: True)
+    groups = stats.summarize(runs)
+    md = tables.markdown(groups, [w], "x86_64", lambda s: True)
     assert "-50.0% (one run: spread unknown)" in md
     assert "| pt-reclaim | DIFFERS (one run) |" in md
-    text, ok = report.off_vs_stock(groups, "x86_64", w)
+    text, ok = tables.off_vs_stock(groups, "x86_64", w)
     assert ok is False and "one run on a side" in text
 
 
@@ -103,8 +103,8 @@ def test_report_writes_markdown_html_and_png(tmp_path):
 def test_kprobe_counts_are_a_source_like_vmstat():
     from lab.outputs import report
     rec = {"metrics": {}, "total_ns": 1, "kprobe": {"flushdirty": 7}}
-    assert report._value(rec, "kprobe", "flushdirty") == 7
-    assert report._value({"metrics": {}, "total_ns": 1}, "kprobe", "flushdirty") == 0
+    assert stats.value(rec, "kprobe", "flushdirty") == 7
+    assert stats.value({"metrics": {}, "total_ns": 1}, "kprobe", "flushdirty") == 0
 
 
 def test_plan_arms_the_mechanism_kprobes_only_in_probe_runs():
@@ -136,9 +136,9 @@ def probe(workload, mode, flavour="patched", arch="arm64", **kprobe):
 def test_probe_runs_are_kept_out_of_the_measurements():
     runs = [rec("mremap-64k", "on", 0, 1000, arch="arm64"),
             probe("mremap-64k", "on", contpte_try_unfold=3)]
-    assert [len(v) for v in report.summarize(runs).values()] == [1]
-    assert report.summarize(runs)[("arm64", "mremap-64k", "patched", "on")][0]["rep"] == 0
-    assert len(report.summarize(runs, probe=True)) == 1
+    assert [len(v) for v in stats.summarize(runs).values()] == [1]
+    assert stats.summarize(runs)[("arm64", "mremap-64k", "patched", "on")][0]["rep"] == 0
+    assert len(stats.summarize(runs, probe=True)) == 1
 
 
 def test_mechanism_table_has_the_limit_column():
@@ -148,7 +148,7 @@ def test_mechanism_table_has_the_limit_column():
             probe("mremap-64k", "on"),
             probe("dirty-reclaim-1w", "off", flushdirty=600),
             probe("dirty-reclaim-1w", "on", flushdirty=25)]
-    md = report.mechanism_table(report.summarize(runs, probe=True), ws, "arm64")
+    md = tables.mechanism_table(stats.summarize(runs, probe=True), ws, "arm64")
     # off / on and on / limit need a non-zero divisor
     assert "| mremap-64k | contpte unfolds: __contpte_try_unfold() calls | 16,007 | " \
         "16,007 | 0 | - | 0 | - |" in md
@@ -161,11 +161,11 @@ def test_mechanism_table_has_the_limit_column():
     for r in runs:
         r["kprobe_failed"] = ["__contpte_try_fold"]
     runs[0]["kprobe_failed"].append("__contpte_try_unfold")
-    md = report.mechanism_table(report.summarize(runs, probe=True), ws, "arm64")
+    md = tables.mechanism_table(stats.summarize(runs, probe=True), ws, "arm64")
     assert "__contpte_try_fold" not in md
     assert "| mremap-64k | contpte unfolds: __contpte_try_unfold() calls | n/a | " \
         "16,007 | 0 | - | 0 | - |" in md
-    assert report.mechanism_table(report.summarize(runs, probe=True), ws, "x86_64") \
+    assert tables.mechanism_table(stats.summarize(runs, probe=True), ws, "x86_64") \
         .count("| mremap-64k") == 0
 
 
@@ -175,7 +175,7 @@ def test_counters_an_arch_does_not_show_are_left_out_with_a_note():
             for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
     for r in runs:
         r["irq"] = {"IPI1": 20}
-    md = report.markdown(report.summarize(runs), [w], "arm64", lambda s: True)
+    md = tables.markdown(stats.summarize(runs), [w], "arm64", lambda s: True)
     assert "IPI1 function call (arm64)" in md
     assert "| pt-reclaim | TLB shootdowns (x86) |" not in md
     assert "Counters left out on arm64" in md and "TLB shootdowns (x86)" in md
@@ -188,7 +188,7 @@ def test_report_lays_out_a_grid_and_a_summary_chart(tmp_path):
             for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
     report.write(tmp_path, runs, ws, ["arm64"], lambda s: True)
     assert (tmp_path / "summary.png").stat().st_size > 0
-    assert report.ratios(report.summarize(runs), ws, "arm64")["mremap-64k"] == 0.7
+    assert stats.ratios(stats.summarize(runs), ws, "arm64")["mremap-64k"] == 0.7
     assert "![change per workload](summary.png)" in (tmp_path / "report.md").read_text()
 
 

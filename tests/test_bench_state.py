@@ -12,7 +12,7 @@ import pytest
 from lab.commands import bench, reportdir
 from lab.core import config
 from lab.guest import run, workloads
-from lab.outputs import report
+from lab.outputs import stats, tables
 
 REPO = Path(__file__).resolve().parent.parent
 SWITCHES = config.SWITCHES
@@ -323,14 +323,14 @@ def test_bogo_ops_rates_count_stress_ngs_operations_once():
         runs = [dirty("off", 0, 2_825_000_000, bogo, scale),
                 dirty("on", 0, 2_243_840_000, bogo, scale),
                 dirty("stock", 0, 2_800_000_000, bogo, scale, "stock")]
-        md = report.markdown(report.summarize(runs), [w], "x86_64", lambda s: True)
+        md = tables.markdown(stats.summarize(runs), [w], "x86_64", lambda s: True)
         row = next(l for l in md.splitlines() if BOGO in l)
         assert "| 35.7 | 35.4 | on | 44.6 | +25.9% (one run: spread unknown) |" in row, row
     # 8 workers of 200 ops recorded as 1,600 (the scale said "200 ops")
     r = dirty("off", 0, 1, 1600, "8 workers, 256 MB, memory.high 64 MB, 200 ops")
-    assert report.bogo_ops(r) == 200
+    assert stats.bogo_ops(r) == 200
     # one worker: the count is the ops either way
-    assert report.bogo_ops(dirty("off", 0, 1, 100, "1 worker, 128 MB, 100 ops")) == 100
+    assert stats.bogo_ops(dirty("off", 0, 1, 100, "1 worker, 128 MB, 100 ops")) == 100
 
 
 # The rate row shows the runs' spread, as the README's "(they vary by up to
@@ -338,7 +338,7 @@ def test_bogo_ops_rates_count_stress_ngs_operations_once():
 def test_bogo_ops_rate_shows_its_spread():
     scale = "2 workers, 256 MB, memory.high 64 MB, 100 ops in all"
     runs = [dirty("off", i, t, 100, scale) for i, t in enumerate((2e9, 3e9, 4e9))]
-    md = report.markdown(report.summarize(runs), [workloads.BY_NAME["dirty-reclaim"]],
+    md = tables.markdown(stats.summarize(runs), [workloads.BY_NAME["dirty-reclaim"]],
                          "x86_64", lambda s: True)
     row = next(l for l in md.splitlines() if BOGO in l)
     assert "| 33.3 (±37.5%) |" in row, row
@@ -355,22 +355,22 @@ def test_off_vs_stock_counters_within_one_percent():
                for i in range(2)]
         for r in rs:
             r["arch"] = "x86_64"
-        return report.summarize(rs)
+        return stats.summarize(rs)
 
-    text, ok = report.off_vs_stock(runs(1010), "x86_64", w)
+    text, ok = tables.off_vs_stock(runs(1010), "x86_64", w)
     assert ok is True and "VmPTE after (kB) within 1%" in text, text
     assert "equal" not in text
-    text, ok = report.off_vs_stock(runs(1020), "x86_64", w)
+    text, ok = tables.off_vs_stock(runs(1020), "x86_64", w)
     assert ok is False and "VmPTE after (kB) 1,020 vs 1,000" in text
-    md = report.markdown(runs(1010), [w], "x86_64", lambda s: True)
+    md = tables.markdown(runs(1010), [w], "x86_64", lambda s: True)
     assert "the median of each compared counter within 1% of stock's" in md
 
 
 # The README states the rule the code applies.
 def test_readme_states_the_off_vs_stock_rule_of_the_code():
     text = " ".join((REPO / "README.md").read_text().split())
-    assert (f"within {report.OFF_VS_STOCK_TOLERANCE:.0%} of the stock kernel's" in text)
-    assert (f"within {report.COUNTER_TOLERANCE:.0%} of stock's" in text)
+    assert (f"within {stats.OFF_VS_STOCK_TOLERANCE:.0%} of the stock kernel's" in text)
+    assert (f"within {stats.COUNTER_TOLERANCE:.0%} of stock's" in text)
     assert "structural counters (VmPTE, pages reclaimed, folios faulted) are equal" \
         not in text
 
@@ -553,7 +553,7 @@ def test_a_stock_bench_boot_with_a_report_or_a_failed_run_is_not_stored(tmp_path
 def test_report_names_a_reused_stock_boot():
     boots = [{"name": "x86_64-bench-stock-r0", "runs": 1, "excluded": [],
               "kernel_reports": 0, "reused": "/w/stock-cache/x86_64-bench-stock-r0-ab.json"}]
-    md = report.boots_section(boots)
+    md = tables.boots_section(boots)
     assert "| x86_64-bench-stock-r0 | 1 | 0 | 0 | - | " \
            "/w/stock-cache/x86_64-bench-stock-r0-ab.json |" in md
 
@@ -641,12 +641,12 @@ def test_batch_table_gives_sizes_reasons_and_lists():
     off = dict(rec("dirty-reclaim", "off", -1), arch="arm64", probe=True,
                hist={k: v for k, v in hist.items() if not k.startswith("pobatch")},
                hist_lost=0)
-    probes = report.summarize([on, off], probe=True)
-    md = report.batch_table(probes, [bench.BY_NAME["dirty-reclaim"]], "arm64")
+    probes = stats.summarize([on, off], probe=True)
+    md = tables.batch_table(probes, [bench.BY_NAME["dirty-reclaim"]], "arm64")
     assert "| dirty-reclaim | on | 3 | 24.0 | 2 | 1 | 0 / 0 / 1 / 0 / 0 / 2 | " \
            "2 | 31.0 | 15.0 | 2.0 | 0.5 | 0.0 | 0 |" in md
     assert "| dirty-reclaim | off | 0 | - | - | - | - | 2 | 31.0 |" in md
-    assert report.batch_table(probes, [bench.BY_NAME["mremap-4k"]], "arm64") == ""
+    assert tables.batch_table(probes, [bench.BY_NAME["mremap-4k"]], "arm64") == ""
 
 
 # A planned run that printed no BENCH line (the workload killed the guest,

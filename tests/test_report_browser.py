@@ -17,7 +17,7 @@ import pytest
 from test_bench import rec
 
 from lab.guest import workloads
-from lab.outputs import report
+from lab.outputs import plots, report
 
 WINDOW = (1400, 3200)
 
@@ -70,7 +70,7 @@ def test_report_page_renders_its_markdown(bench_dir):
 
 
 def test_report_plots_show_in_the_browser(bench_dir):
-    on = report.MODE_COLOURS["on"]
+    on = plots.MODE_COLOURS["on"]
     shot = bench_dir / "shot.png"
     browse(bench_dir / "report.html", f"--screenshot={shot}")
     seen = pixels_of(shot, on)

@@ -7,7 +7,7 @@ show that "off" is stock.  Both boots use -icount shift=0,sleep=off, so
 CLOCK_MONOTONIC in the guest counts instructions ("instruction-time").
 More boots follow for the measurements whose spread is still over 1%, up to
 a cap.  The workloads and the guest plan that runs them are workloads.py's.
-Each run is saved as JSON; report.py makes the tables and plots.
+Each run is saved as JSON; outputs/report.py makes the tables and plots.
 A run counts only when it exited 0, its setup printed no failure and the
 knobs benchrun read back before it are its mode (judge()); each boot's
 console is scanned for kernel reports, and one fails the command.
@@ -28,7 +28,7 @@ from ..guest import cache, image, results, run
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
 from ..outputs import report
-from ..outputs.report import instr_time, spread
+from ..outputs.stats import instr_time, spread
 
 SPREAD_TARGET = 0.01
 # the RAM disk the dirty-reclaim workload swaps to (lab_ramswap)

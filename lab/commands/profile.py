@@ -22,7 +22,7 @@ from ..core import config
 from ..core.util import LabError, Timer, out, run as run_cmd, say
 from ..guest import image, run, workloads
 from ..kernel import build, source
-from ..outputs.report import instr_time
+from ..outputs.stats import instr_time
 from . import bench
 
 PLUGIN_SRC = config.REPO / "lab" / "insnprof" / "insnprof.c"

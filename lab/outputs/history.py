@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from ..guest import workloads
-from . import report
+from . import stats, tables
 
 PREAMBLE = "preamble.md"
 OLDER = "older.md"
@@ -42,40 +42,40 @@ def headline(groups, ws, arch):
     rows = []
     for w in ws:
         # the report's own rows, those that are instruction-times
-        for label, fn, fmt in report.metric_rows(w):
+        for label, fn, fmt in tables.metric_rows(w):
             if "instruction-time" not in label:
                 continue
             label = label.replace(" (ns, instruction-time)", " (ns)")
 
             def st(fl, m, fn=fn):
-                return report._stats([fn(r) for r in
+                return stats.stats([fn(r) for r in
                                       groups.get((arch, w.name, fl, m), [])])
             stock, off = st("stock", "stock"), st("patched", "off")
             if not off and not stock:
                 continue
             for mode in [m for m in w.modes if m != "off"]:
                 on = st("patched", mode)
-                if not on or (label != report.TIME and not on[0] and
+                if not on or (label != "instruction-time" and not on[0] and
                               not (off and off[0])):
                     continue
                 rows.append(f"| {arch} | {w.name} | {label} | {fmt(stock)} | {fmt(off)} "
-                            f"| {mode} | {fmt(on)} | {report._change(off, on)} |")
+                            f"| {mode} | {fmt(on)} | {stats.change(off, on)} |")
     return rows
 
 
 def section(d, link_base="results"):
     """The Markdown of one stored measurement."""
     runs, ws, arches = load(d)
-    groups = report.summarize(runs)
-    probes = report.summarize(runs, probe=True)
+    groups = stats.summarize(runs)
+    probes = stats.summarize(runs, probe=True)
     out = [(d / "note.md").read_text().rstrip(), ""]
     rows = [row for a in arches for row in headline(groups, ws, a)]
     if rows:
         out += ["| arch | workload | metric | stock | switch off | mode | switch on "
                 "| change |", "|---|---|---|---|---|---|---|---|"] + rows + [""]
     for a in arches:
-        for table in (report.mechanism_table(probes, ws, a),
-                      report.batch_table(probes, ws, a)):
+        for table in (tables.mechanism_table(probes, ws, a),
+                      tables.batch_table(probes, ws, a)):
             if table:
                 out += [table]
     if (d / "report.md").exists():
@@ -87,7 +87,6 @@ def section(d, link_base="results"):
 def history(results_dir, link_base="results"):
     """docs/results.md's text."""
     results_dir = Path(results_dir)
-    report.TIME = "instruction-time"
     parts = [(results_dir / PREAMBLE).read_text().rstrip() + "\n"]
     parts += [section(d, link_base) for d in entries(results_dir)]
     older = results_dir / OLDER

@@ -1,0 +1,335 @@
+"""Tables: the Markdown of a bench report (report.py) and of docs/results.md
+(history.py): per arch, each workload's metrics by kernel and mode with
+the change against switch off, the switch-off-against-stock check, the
+mechanism counts and reclaim batches of the probe runs, the boots and
+the runs missing or left out.
+
+label is what the measured time is called: "instruction-time" for the
+lab's guests (-icount), "time" for runs of run-here.sh on a machine of
+its own (lab/commands/here.py); report.write() chooses it.
+"""
+
+import statistics
+
+from .stats import (COUNTER_TOLERANCE, OFF_VS_STOCK_TOLERANCE, bogo_ops, change,
+                    instr_time, present, stats, value)
+
+def _fmt_time(st):
+    if not st:
+        return "-"
+    med, spread, n = st
+    return f"{med / 1e9:.4f} s ±{spread * 50:.2f}% (n={n})"
+
+
+def _fmt_num(st):
+    if not st:
+        return "-"
+    med, spread, n = st
+    return f"{med:,.0f}" if spread < 0.001 else f"{med:,.0f} (±{spread * 50:.1f}%)"
+
+
+def _fmt_rate(st):
+    if not st:
+        return "-"
+    med, spread, n = st
+    return f"{med:.1f}" if spread < 0.001 else f"{med:.1f} (±{spread * 50:.1f}%)"
+
+
+def _label(label, time_label):
+    """A workload metric's label in a report whose time is time_label (its
+    own time metrics say instruction-time)."""
+    return label.replace("instruction-time", time_label) \
+        if time_label != "instruction-time" else label
+
+
+def metric_rows(w, time_label="instruction-time"):
+    """[(label, value of a run, formatter of its stats)] of a workload's
+    rows: its time, the TCG wall time beside instruction-time, its own
+    metrics and, for the stress-ng dirty-reclaim workloads, the rate."""
+    rows = [(time_label, lambda r: instr_time(r), _fmt_time)]
+    if time_label == "instruction-time":
+        rows.append(("TCG wall time (s)", lambda r: r.get("wall_s") or 0,
+                     lambda st: "-" if not st else f"{st[0]:.1f}"))
+    for label, source, key, *_ in w.metrics:
+        rows.append((_label(label, time_label), lambda r, s=source, k=key: value(r, s, k),
+                     _fmt_num))
+    if w.name in ("dirty-reclaim", "dirty-reclaim-8cpu"):
+        rows.append((f"bogo ops per {time_label.replace('time', 'second')}",
+                     lambda r: bogo_ops(r) / (instr_time(r) / 1e9), _fmt_rate))
+    return rows
+
+
+def off_vs_stock(groups, arch, w, time_label="instruction-time"):
+    """Does switch-off behave like stock: the medians of its time within
+    OFF_VS_STOCK_TOLERANCE of stock's, and of each compared counter within
+    COUNTER_TOLERANCE?"""
+    off = groups.get((arch, w.name, "patched", "off"), [])
+    stock = groups.get((arch, w.name, "stock", "stock"), [])
+    if not off or not stock:
+        return "not measured", None
+    t_off = statistics.median(instr_time(r) for r in off)
+    t_stock = statistics.median(instr_time(r) for r in stock)
+    dt = (t_off - t_stock) / t_stock if t_stock else 0.0
+    diffs = []
+    for label, source, key, *opts in w.metrics:
+        if opts and not opts[0]:
+            continue      # interrupt counts vary with timing; shown, not compared
+        a = statistics.median(value(r, source, key) for r in off)
+        b = statistics.median(value(r, source, key) for r in stock)
+        if abs(a - b) > COUNTER_TOLERANCE * max(abs(b), 1):
+            diffs.append(f"{label} {a:,.0f} vs {b:,.0f}")
+    noise = max(stats([instr_time(r) for r in off])[1], stats([instr_time(r) for r in stock])[1])
+    text = f"{time_label} {dt * 100:+.2f}%" + (
+        "; " + "; ".join(diffs) if diffs else
+        f"; {', '.join(_compared(w))} within {COUNTER_TOLERANCE:.0%}" if _compared(w)
+        else "")
+    if noise > OFF_VS_STOCK_TOLERANCE:
+        # The runs themselves vary more than the tolerance: no verdict.
+        return text + f"; runs vary by {noise:.0%}", None
+    ok = abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
+    if min(len(off), len(stock)) < 2:
+        # A verdict, but on one run: whether the workload repeats is unknown.
+        return text + "; one run on a side, spread unknown", ok
+    return text, ok
+
+
+def _compared(w):
+    """The labels of a workload's counters that the switch-off check
+    compares with stock."""
+    return [label for label, source, key, *opts in w.metrics if not opts or opts[0]]
+
+
+def markdown(groups, workloads, arch, in_series, time_label="instruction-time"):
+    out = [f"### {arch}", "",
+           "| workload | metric | stock | switch off | mode | switch on | change | seed |",
+           "|---|---|---|---|---|---|---|---|"]
+    checks, absent = [], []
+    for w in workloads:
+        if not any(k[0] == arch and k[1] == w.name for k in groups):
+            continue
+        missing = [s for s in w.switches() if not in_series(s)]
+        name = w.name + (" (not in series: stock in every mode)" if missing else "")
+        runs = [r for k, rs in groups.items() if k[0] == arch and k[1] == w.name
+                for r in rs]
+        gone = {_label(label, time_label) for label, source, key, *_ in w.metrics
+                if not present(runs, source, key)}
+        absent += [f"{w.name}: {label}" for label in sorted(gone)]
+        for label, fn, fmt in metric_rows(w, time_label):
+            if label in gone:
+                continue
+            st = lambda fl, m: stats([fn(r) for r in groups.get((arch, w.name, fl, m), [])])
+            stock, off = st("stock", "stock"), st("patched", "off")
+            for mode in [m for m in w.modes if m != "off"]:
+                on = st("patched", mode)
+                seed = w.seed if label == time_label and mode == "on" else ""
+                out.append(f"| {name} | {label} | {fmt(stock)} | {fmt(off)} | {mode} | "
+                           f"{fmt(on)} | {change(off, on)} | {seed} |")
+        text, ok = off_vs_stock(groups, arch, w, time_label)
+        verdict = "INCONCLUSIVE" if ok is None else "OK" if ok else "DIFFERS"
+        if ok is not None and "one run on a side" in text:
+            verdict += " (one run)"
+        checks.append(f"| {w.name} | {verdict} | {text} |")
+    if absent:
+        out += ["", f"Counters left out on {arch}: no run of the workload shows "
+                "them (the arch has no such counter, or it never moved): "
+                + "; ".join(absent) + "."]
+    if time_label == "time":    # run-here.sh: one foliobatch kernel, no stock runs
+        return "\n".join(out) + "\n"
+    out += ["", f"Switch off against stock ({arch}; OK = the median {time_label} within "
+            f"{OFF_VS_STOCK_TOLERANCE:.0%} of stock's and the median of each compared "
+            f"counter within {COUNTER_TOLERANCE:.0%} of stock's; INCONCLUSIVE = the "
+            f"runs themselves vary by more than {OFF_VS_STOCK_TOLERANCE:.0%}):", "",
+            "| workload | check | detail |", "|---|---|---|"] + checks
+    return "\n".join(out) + "\n"
+
+
+def mechanism_table(probes, workloads, arch):
+    """The mechanism counts of the probe runs of an arch: calls of each
+    workload's kernel functions, stock, switch off and on, and what a
+    perfect batch would reach with the switch on; '' without probe runs."""
+    rows = []
+    for w in workloads:
+        for m in w.mechanisms:
+            if arch not in m.arches:
+                continue
+            runs = {fl_mode: probes.get((arch, w.name) + fl_mode, [])
+                    for fl_mode in (("stock", "stock"), ("patched", "off"),
+                                    ("patched", "on"))}
+            # a kernel without the function (stock has no batched helper)
+            # could not set the kprobe: n/a there, the row goes when no
+            # kernel had it
+            failed = {k for k, rs in runs.items()
+                      if any(m.function in r.get("kprobe_failed", ()) for r in rs)}
+            if not any(rs for k, rs in runs.items() if k not in failed):
+                continue
+
+            def count(key, ev=m.event):
+                rs = runs[key]
+                if key in failed or not rs:
+                    return None
+                return rs[0].get("kprobe", {}).get(ev, 0)
+
+            def calls(key):
+                n = count(key)
+                return "n/a" if key in failed else "-" if n is None else f"{n:,}"
+
+            def ratio(a, b):
+                return f"{a / b:.1f}" if a is not None and b else "-"
+
+            on = runs[("patched", "on")]
+            lim = m.limit(on[0]) if m.limit and on else None
+            limit = f"{lim:,}" if lim is not None else "-"
+            off_n, on_n = count(("patched", "off")), count(("patched", "on"))
+            rows.append(f"| {w.name} | {m.label} | {calls(('stock', 'stock'))} | "
+                        f"{calls(('patched', 'off'))} | {calls(('patched', 'on'))} | "
+                        f"{ratio(off_n, on_n)} | {limit} | {ratio(on_n, lim)} |")
+    if not rows:
+        return ""
+    return "\n".join([
+        f"Mechanisms ({arch}): calls of the kernel functions the series changes, "
+        "counted by kprobes in one probe run per mode (kprobes armed only there, "
+        "so they cost no measured run anything); off / on: switch off's calls "
+        "over switch on's; limit: what a perfect batch would reach with the "
+        "switch on; on / limit: switch on's calls over that.", "",
+        "| workload | counter | stock | switch off | switch on | off / on | limit "
+        "| on / limit |",
+        "|---|---|---|---|---|---|---|---|"] + rows) + "\n"
+
+
+# the pageout batch's limit (PAGEOUT_BATCH in mm/vmscan.c: a folio_batch)
+BATCH_LIMIT = 31
+BATCH_BUCKETS = ((1, 1), (2, 7), (8, 15), (16, 23), (24, 30), (31, 31))
+
+
+def _hist_sum(hist, key):
+    """(events, sum of values) of a field's histogram {value: count}."""
+    h = hist.get(key, {})
+    return sum(h.values()), sum(int(v) * c for v, c in h.items())
+
+
+def batch_table(probes, workloads, arch):
+    """The dirty-reclaim batches of an arch's probe runs, from the traced
+    events (bench.Histogram): how many folios each pageout batch held when
+    it was flushed (full at BATCH_LIMIT, or ended by the end of the list
+    shrink_folio_list() was given), and what the lists held: the folios
+    isolated per list and what reclaim did with them.  '' without such
+    runs."""
+    rows = []
+    for w in workloads:
+        if not getattr(w, "histograms", None):
+            continue
+        for fl, mode in (("patched", "on"), ("patched", "off"), ("stock", "stock")):
+            rs = [r for r in probes.get((arch, w.name, fl, mode), []) if "hist" in r]
+            if not rs:
+                continue
+            r = rs[0]
+            h = r["hist"]
+            nb, folios = _hist_sum(h, "pobatch.nr")
+            sizes = h.get("pobatch.nr", {})
+            buckets = " / ".join(
+                f"{sum(c for v, c in sizes.items() if lo <= int(v) <= hi):,}"
+                for lo, hi in BATCH_BUCKETS)
+            full = sum(c for v, c in sizes.items() if int(v) >= BATCH_LIMIT)
+            nl, scanned = _hist_sum(h, "mm_vmscan_lru_shrink_inactive.nr_scanned")
+
+            def per_list(field):
+                return f"{_hist_sum(h, 'mm_vmscan_lru_shrink_inactive.' + field)[1] / nl:.1f}" \
+                    if nl else "-"
+
+            name = "stock" if fl == "stock" else mode
+            if nb:
+                batch = (f"{nb:,} | {folios / nb:.1f} | {full:,} | {nb - full:,} | "
+                         f"{buckets}")
+            else:
+                batch = ("n/a" if fl == "stock" else "0") + " | - | - | - | -"
+            if nl:
+                lists = (f"{nl:,} | {scanned / nl:.1f} | {per_list('nr_reclaimed')} | "
+                         f"{per_list('nr_activate_anon')} | {per_list('nr_ref_keep')} | "
+                         f"{per_list('nr_unmap_fail')}")
+            else:
+                lists = "0 | - | - | - | - | -"
+            rows.append(f"| {w.name} | {name} | {batch} | {lists} | "
+                        f"{r.get('hist_lost', 0):,} |")
+    if not rows:
+        return ""
+    return "\n".join([
+        f"Reclaim batches ({arch}): one probe run per mode, traced (the "
+        "shrink_pageout_batch() kprobe with the batch's size, and the "
+        "vmscan:mm_vmscan_lru_shrink_inactive event of each list reclaim was "
+        f"given). A batch is flushed when it holds {BATCH_LIMIT} folios (full) or "
+        "when shrink_folio_list() reaches the end of its list; no batch is bigger "
+        "than the dirty anonymous folios of one list. Sizes: batches of 1 / 2-7 / "
+        "8-15 / 16-23 / 24-30 / 31 folios. Per list: the folios isolated for it "
+        "(nr_scanned), then reclaimed, activated, kept as referenced, and left "
+        "mapped; lost: events the trace buffer overwrote.", "",
+        "| workload | mode | batches | mean batch | full | ended by the list | sizes "
+        "| lists | folios per list | reclaimed | activated | kept (referenced) "
+        "| unmap failed | lost |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows) + "\n"
+
+
+def missing_runs(runs, workloads, arches, stock=True):
+    """["arch/flavour workload mode", ...]: what a bench of workloads on
+    arches planned and has no run kept for (probe runs aside), e.g. after
+    a boot that failed or an interrupt; no stock entries when stock is
+    False (run-here.sh runs one kernel)."""
+    have = {(r["arch"], r.get("flavour", "patched"), r["workload"], r["mode"])
+            for r in runs if not r.get("probe")}
+    out = []
+    for arch in arches:
+        for w in workloads:
+            if not w.runs_on(arch):
+                continue
+            want = [("patched", m) for m in w.modes] + ([("stock", "stock")] if stock else [])
+            out += [f"{arch}/{f} {w.name} {m}" for f, m in want
+                    if (arch, f, w.name, m) not in have]
+    return out
+
+
+def missing_section(missing):
+    out = ["### Missing", ""]
+    if not missing:
+        out.append("None: every workload has runs in every mode on every arch.")
+    else:
+        out += ["Planned but without a run kept (a boot that failed or did not "
+                "finish, an interrupted bench, or every run of it left out); "
+                "their rows are absent below:", ""]
+        out += [f"- {m}" for m in missing]
+    return "\n".join(out) + "\n"
+
+
+def boots_section(boots):
+    """The boots of a bench, each with its kernel reports (count and first
+    line) and its runs kept and left out, then every run left out and
+    why; boots is boots.json's list (bench.boot_bench())."""
+    out = ["### Boots", "",
+           "Kernel reports: lines of a boot's console that lab.results.kernel_reports() "
+           "finds (oops, BUG, WARNING, lockdep, ...); a boot with one makes `lab bench` "
+           "exit 1.", "",
+           "A stock boot is reused from an earlier bench while its kernel, guest image, "
+           "plan and QEMU are the same (instruction-time repeats exactly under -icount); "
+           "the last column names the stored boot (`lab bench --no-cache` boots afresh).", "",
+           "| boot | runs kept | runs left out | kernel reports | first kernel report "
+           "| reused from |",
+           "|---|---|---|---|---|---|"]
+    for b in boots:
+        first = b.get("first_report", "").replace("|", "\\|")
+        out.append(f"| {b['name']} | {b['runs']} | {len(b['excluded'])} | "
+                   f"{b['kernel_reports']} | {first or '-'} | {b.get('reused') or '-'} |")
+    gone = [(b, e) for b in boots for e in b["excluded"]]
+    out += ["", "### Runs left out", ""]
+    if not gone:
+        out.append("None: every run exited 0, its setup printed no failure and "
+                   "its knobs read back as its mode.")
+    else:
+        out += ["A run is left out when it exited non-zero, when a setup step "
+                "before it printed \"# lab: could not ...\", or when the knobs "
+                "benchrun read back before it (the mode's switches, no "
+                "/sys/kernel/mm/foliobatch on stock, the THP sizes and MGLRU of "
+                "the workload's setup) are not its mode.", "",
+                "| boot | workload | mode | rep | why |", "|---|---|---|---|---|"]
+        for b, e in gone:
+            why = "; ".join(e["excluded"]).replace("|", "\\|")
+            out.append(f"| {b['name']} | {e['workload']} | {e['mode']} | {e['rep']} | "
+                       f"{why} |")
+    return "\n".join(out) + "\n"
