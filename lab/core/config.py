@@ -47,8 +47,10 @@ SWITCH_DEFAULTS = {
 UNAME_ARCH = {"x86_64": "x86_64", "aarch64": "arm64"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Arch:
+    """What the lab needs to know of an arch: how to build its kernel and
+    how to boot it (declared by name in ARCHES)."""
     name: str            # lab name, also the kernel's ARCH for x86_64
     karch: str           # ARCH= for make
     cross: str           # CROSS_COMPILE= prefix ('' for native)
@@ -62,13 +64,21 @@ class Arch:
 
 
 ARCHES = {
-    "x86_64": Arch("x86_64", "x86_64", "", "arch/x86/boot/bzImage",
-                   "qemu-system-x86_64", ["-M", "q35", "-cpu", "max"],
-                   ["-M", "q35", "-cpu", "max"], "ttyS0", "amd64", "virtio-blk-pci"),
-    "arm64": Arch("arm64", "arm64", "aarch64-linux-gnu-", "arch/arm64/boot/Image",
-                  "qemu-system-aarch64", ["-M", "virt", "-cpu", "max"],
-                  # tag memory for the MTE of configs/arm64-debug.config
-                  ["-M", "virt,mte=on", "-cpu", "max"], "ttyAMA0", "arm64", "virtio-blk-device"),
+    "x86_64": Arch(
+        name="x86_64", karch="x86_64", cross="",
+        image="arch/x86/boot/bzImage",
+        qemu="qemu-system-x86_64",
+        machine=["-M", "q35", "-cpu", "max"],
+        debug_machine=["-M", "q35", "-cpu", "max"],
+        console="ttyS0", deb_arch="amd64", blk_device="virtio-blk-pci"),
+    "arm64": Arch(
+        name="arm64", karch="arm64", cross="aarch64-linux-gnu-",
+        image="arch/arm64/boot/Image",
+        qemu="qemu-system-aarch64",
+        machine=["-M", "virt", "-cpu", "max"],
+        # tag memory for the MTE of configs/arm64-debug.config
+        debug_machine=["-M", "virt,mte=on", "-cpu", "max"],
+        console="ttyAMA0", deb_arch="arm64", blk_device="virtio-blk-device"),
 }
 
 
