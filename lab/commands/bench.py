@@ -24,7 +24,7 @@ import time
 
 from ..core import config
 from ..core.util import LabError, Timer, say, warn
-from ..guest import cache, image, results, run
+from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
 from ..outputs import report
@@ -110,12 +110,10 @@ def new_outdir(parent, name):
 
 
 def wanted_setup(w):
-    """(THP size, MGLRU) that a workload's setup sets: the size of
-    'lab_thp_only SIZE' ('none' for 4 kB pages only) and 'y' or 'n' for
-    lru_gen/enabled; None for what it leaves as it is."""
-    thp = re.search(r"\blab_thp_only ([^\s;]+)", w.setup)
-    lru = re.search(r"\blab_sysfs /sys/kernel/mm/lru_gen/enabled ([yn])\b", w.setup)
-    return thp and thp.group(1), lru and lru.group(1)
+    """(THP size, MGLRU) that a workload sets up: its thp ('none' for 4 kB
+    pages only) and 'y' or 'n' for lru_gen/enabled; None for what it leaves
+    as it is."""
+    return w.thp, workloads.LRU_KNOB.get(w.lru)
 
 
 def state_problems(w, flavour, mode, rec):

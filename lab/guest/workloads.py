@@ -1,7 +1,9 @@
 """Workloads: what 'lab bench' runs in the guest, and the plan that runs it.
 
 Each Workload is one program of the bench (a seed's workload, or a variant
-of one) with its modes (switch settings), its setup, its full and --quick
+of one), declared by field name: its modes (switch settings), what it is
+set up with (THP size, LRU, swap; the guest shell of its setup is made from
+those fields, and nothing parses it back), its full and --quick
 scale, what the report shows of it (metrics, the seed's figures) and the
 kernel functions counted in its probe runs (Mechanism).  plan() makes the
 guest plan of a boot from them.  'lab bench' (bench.py) boots the plans and
@@ -85,12 +87,19 @@ RECLAIM_LISTS = Histogram("vmscan/mm_vmscan_lru_shrink_inactive")
 BATCH_HISTOGRAMS = [PAGEOUT_BATCH, RECLAIM_LISTS]
 
 
-@dataclass
+# lru_gen/enabled for a Workload.lru, and the guest/lib.sh step of a
+# Workload.swap
+LRU_KNOB = {"classic": "n", "mglru": "y"}
+SWAP_STEP = {"ram": "lab_ramswap", "zram": "lab_zramswap"}
+# the per-size shmem knob of 64 KB folios (Workload.shmem_64k)
+SHMEM_64K = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/shmem_enabled"
+
+
+@dataclass(kw_only=True)
 class Workload:
     name: str
     what: str                     # one line for the report
     modes: dict                   # mode -> {switch: 0|1}
-    setup: str                    # guest shell run before each measured run
     argv: list                    # full scale
     quick: list                   # --quick scale
     scale: str                    # human description of the full scale
@@ -115,6 +124,30 @@ class Workload:
     # kept so that stored runs of it still make their report, but no bench
     # or bundle runs it unless named
     retired: str = ""
+    # What each measured run is set up with (setup): the THP size it may
+    # use ("none": 4 KB pages only; lab_thp_only of guest/lib.sh), the LRU
+    # ("classic" or "mglru"), the swap device ("ram": the RAM disk, "zram")
+    # and the shmem knob of 64 KB folios ("always", "never"); None leaves a
+    # knob as the boot has it.
+    thp: str = None
+    lru: str = None
+    swap: str = None
+    shmem_64k: str = None
+
+    @property
+    def setup(self):
+        """The guest shell the plan runs before each measured run, made
+        from the fields above."""
+        steps = []
+        if self.lru:
+            steps.append(f"lab_sysfs /sys/kernel/mm/lru_gen/enabled {LRU_KNOB[self.lru]}")
+        if self.thp:
+            steps.append(f"lab_thp_only {self.thp}")
+        if self.shmem_64k:
+            steps.append(f"lab_sysfs {SHMEM_64K} {self.shmem_64k}")
+        if self.swap:
+            steps.append(SWAP_STEP[self.swap])
+        return "; ".join(steps)
 
     def runs_on(self, arch_name):
         return not self.arches or arch_name in self.arches
@@ -149,8 +182,7 @@ def _onoff(switch, **others):
 
 # dirty-reclaim*: classic LRU, 4 kB pages, swap on the RAM disk; reclaim's
 # TLB flushes before writeback are counted in the probe runs (DIRTY_FLUSH)
-DIRTY_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
-               "lab_ramswap")
+DIRTY_SETUP = {"lru": "classic", "thp": "none", "swap": "ram"}
 # the workloads with several workers: every count follows the run's timing
 # (which folios the thrashing workers get reclaimed): shown, not compared
 # with stock
@@ -179,12 +211,19 @@ def _dirty_fixed(name, workers, what, seed, **kw):
     """A dirty-reclaim workload of dirtyreclaim's fixed form: WORKERS share
     512 MB (256 at --quick), memory.max a quarter of it, 4 timed passes."""
     return Workload(
-        name, what, _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-        ["/lab/bench/dirtyreclaim", str(workers), "512", "5", "fixed"],
-        ["/lab/bench/dirtyreclaim", str(workers), "256", "5", "fixed"],
-        f"{workers} workers of {512 // workers} MB, memory.max 128 MB, 4 timed passes",
-        f"{workers} workers of {256 // workers} MB, memory.max 64 MB, 4 timed passes",
-        seed, DIRTY_FIXED_METRICS, [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS, **kw)
+        name=name,
+        what=what,
+        modes=_onoff("reclaim_tlb_batch"),
+        **DIRTY_SETUP,
+        argv=["/lab/bench/dirtyreclaim", str(workers), "512", "5", "fixed"],
+        quick=["/lab/bench/dirtyreclaim", str(workers), "256", "5", "fixed"],
+        scale=f"{workers} workers of {512 // workers} MB, memory.max 128 MB, 4 timed passes",
+        quick_scale=f"{workers} workers of {256 // workers} MB, memory.max 64 MB, 4 timed passes",
+        seed=seed,
+        metrics=DIRTY_FIXED_METRICS,
+        mechanisms=[DIRTY_FLUSH],
+        histograms=BATCH_HISTOGRAMS,
+        **kw)
 
 
 # why every stress-ng form but dirty-reclaim (the seed's own) is no longer run
@@ -193,8 +232,7 @@ STRESS_NG_RETIRED = ("its runs did not repeat (stress-ng: see guest/bench/dirtyr
 # fault-latency: classic LRU, 4 kB pages, swap on zram; the toucher's fault
 # latencies follow the run's timing (which of its pages reclaim takes, and
 # when): shown, not compared with stock
-FAULTLAT_SETUP = ("lab_sysfs /sys/kernel/mm/lru_gen/enabled n; lab_thp_only none; "
-                  "lab_zramswap")
+FAULTLAT_SETUP = {"lru": "classic", "thp": "none", "swap": "zram"}
 FAULTLAT_METRICS = [
     ("page-fault latency p50 (ns, instruction-time)", "metrics", "fault_p50_ns", False),
     ("page-fault latency p90 (ns, instruction-time)", "metrics", "fault_p90_ns", False),
@@ -243,23 +281,30 @@ MPROTECT_MECHANISMS = [
 # midfolio's calls start and end inside a contiguous block, which must be
 # unfolded whatever the batching: no limit of 0 for its unfolds and folds
 MIDFOLIO_FOLDS = [Mechanism(m.label, m.function, m.arches) for m in (UNFOLD, FOLD)]
-# the per-size shmem knob of 64 KB folios: MAP_SHARED anonymous memory
-# (mprotect-filedirty) sets it, and mprotect-4k-shared, whose shmem is of 4 KB
-# folios, puts it back, since no setup of a boot undoes another's
-SHMEM_64K = "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/shmem_enabled"
+# mprotect-filedirty sets the shmem knob of 64 KB folios for its MAP_SHARED
+# anonymous memory (Workload.shmem_64k), and mprotect-4k-shared, whose shmem
+# is of 4 KB folios, puts it back, since no setup of a boot undoes another's
 
 
-def _mprotect(name, what, setup, kind, seed, metrics=(), mechanisms=(),
-              seed_ratio=None):
+def _mprotect(name, what, thp, kind, seed, metrics=(), mechanisms=(),
+              seed_ratio=None, shmem_64k=None):
     """A workload of the mprotect program (guest/bench/mprotect.c): 256 MB
     (64 MB with --quick) of @kind memory, PROT_READ and back 40 (20)
     times."""
-    return Workload(name, what, _onoff("mprotect_batch"), setup,
-                    ["/lab/bench/mprotect", "262144", "40", kind],
-                    ["/lab/bench/mprotect", "65536", "20", kind],
-                    "256 MB, 40 rounds", "64 MB, 20 rounds", seed,
-                    [MPROTECT_CALLS] + list(metrics), list(mechanisms),
-                    seed_ratio or {})
+    return Workload(
+        name=name,
+        what=what,
+        modes=_onoff("mprotect_batch"),
+        thp=thp,
+        argv=["/lab/bench/mprotect", "262144", "40", kind],
+        quick=["/lab/bench/mprotect", "65536", "20", kind],
+        scale="256 MB, 40 rounds",
+        quick_scale="64 MB, 20 rounds",
+        seed=seed,
+        metrics=[MPROTECT_CALLS] + list(metrics),
+        mechanisms=list(mechanisms),
+        seed_ratio=seed_ratio or {},
+        shmem_64k=shmem_64k)
 
 
 # the scan passes alone (time_ns): task_numa_work() timed by a kprobe and a
@@ -269,29 +314,42 @@ NUMA_METRICS = [("PTEs made PROT_NONE (numa_pte_updates)", "metrics", "pte_updat
                 ("longest pass (ns, instruction-time)", "metrics", "longest_pass_ns", False)]
 
 
-def _numascan(name, what, setup, seed, metrics=(), mechanisms=()):
+def _numascan(name, what, thp, seed, metrics=(), mechanisms=()):
     """A workload of the numascan program (guest/bench/numascan.c): the
     NUMA-balancing scan passes over 64 MB (32 MB with --quick) of written
     anonymous memory, 8 (4) passes."""
-    return Workload(name, what, _onoff("mprotect_batch"), setup,
-                    ["/lab/bench/numascan", "65536", "8"],
-                    ["/lab/bench/numascan", "32768", "4"],
-                    "64 MB, 8 scan passes", "32 MB, 4 scan passes", seed,
-                    NUMA_METRICS + list(metrics), list(mechanisms))
+    return Workload(
+        name=name,
+        what=what,
+        modes=_onoff("mprotect_batch"),
+        thp=thp,
+        argv=["/lab/bench/numascan", "65536", "8"],
+        quick=["/lab/bench/numascan", "32768", "4"],
+        scale="64 MB, 8 scan passes",
+        quick_scale="32 MB, 4 scan passes",
+        seed=seed,
+        metrics=NUMA_METRICS + list(metrics),
+        mechanisms=list(mechanisms))
 
 
 def _pte2m(name, what, mechanisms, **kw):
     """A file-reclaim workload whose page cache holds 2 MB folios, mapped
     by PTEs (filereclaim pte2m), classic LRU."""
-    return Workload(name, what, FILE_MODES, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
-                    ["/lab/bench/filereclaim", "1024", "80", "pte2m"],
-                    ["/lab/bench/filereclaim", "256", "80", "pte2m"],
-                    "1 GiB file in 2 MB folios, 80% reclaimed",
-                    "256 MiB file in 2 MB folios, 80% reclaimed", "",
-                    FILE_METRICS +
-                    [("2 MB file folios before reclaim (kB)", "metrics", "file_thp_kb"),
-                     ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
-                    mechanisms, **kw)
+    return Workload(
+        name=name,
+        what=what,
+        modes=FILE_MODES,
+        lru="classic",
+        argv=["/lab/bench/filereclaim", "1024", "80", "pte2m"],
+        quick=["/lab/bench/filereclaim", "256", "80", "pte2m"],
+        scale="1 GiB file in 2 MB folios, 80% reclaimed",
+        quick_scale="256 MiB file in 2 MB folios, 80% reclaimed",
+        seed="",
+        metrics=FILE_METRICS +
+                [("2 MB file folios before reclaim (kB)", "metrics", "file_thp_kb"),
+                 ("of them PMD-mapped (kB)", "metrics", "file_pmd_mapped_kb")],
+        mechanisms=mechanisms,
+        **kw)
 
 
 # The read side's modes: "off" is every read-side switch off, so that it
@@ -310,16 +368,24 @@ def _read_modes(switch):
     return modes
 
 
-def _readside(name, what, switch, setup, mode, seed, metrics=(), mechanisms=(),
+def _readside(name, what, switch, thp, mode, seed, metrics=(), mechanisms=(),
               **kw):
     """A workload of the readside program (guest/bench/readside.c): @mode's
     calls over 64 MB (32 MB with --quick) of written anonymous memory, 20
     (10) times; the time is the calls' alone."""
-    return Workload(name, what, _read_modes(switch), setup,
-                    ["/lab/bench/readside", "65536", "20", mode],
-                    ["/lab/bench/readside", "32768", "10", mode],
-                    "64 MB, 20 rounds", "32 MB, 10 rounds", seed,
-                    list(metrics), list(mechanisms), **kw)
+    return Workload(
+        name=name,
+        what=what,
+        modes=_read_modes(switch),
+        thp=thp,
+        argv=["/lab/bench/readside", "65536", "20", mode],
+        quick=["/lab/bench/readside", "32768", "10", mode],
+        scale="64 MB, 20 rounds",
+        quick_scale="32 MB, 10 rounds",
+        seed=seed,
+        metrics=list(metrics),
+        mechanisms=list(mechanisms),
+        **kw)
 
 
 # arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry
@@ -335,93 +401,127 @@ NUMA_BOOT = {"numa": 2}
 READ_64K = ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")
 
 WORKLOADS = [
-    Workload("pt-reclaim", "seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
-             _onoff("pt_reclaim"), "lab_thp_only none",
-             ["/lab/bench/ptreclaim", "4096"], ["/lab/bench/ptreclaim", "1024"],
-             "4096 regions of 2 MB", "1024 regions of 2 MB",
-             "VmPTE 102640 kB -> 240 kB (25600 regions)",
-             [("VmPTE after (kB)", "metrics", "vmpte_after_kb"),
-              ("function-call IPIs (x86)", "irq", "CAL", False),
-              ("TLB shootdowns (x86)", "irq", "TLB", False),
-              ("IPI1 function call (arm64)", "irq", "IPI1", False)]),
-    Workload("mremap-64k", "seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
-             _onoff("mremap_batch"), "lab_thp_only 64kB",
-             ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
-             "10000 iterations", "1000 iterations", MREMAP_SEED,
-             [MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
-             [UNFOLD, FOLD], {"arm64": 1.2 / 1.9}),
-    Workload("mremap-4k", "seed 001 program with 4 KB pages only",
-             _onoff("mremap_batch"), "lab_thp_only none",
-             ["/lab/bench/mremap", "1024", "10000"], ["/lab/bench/mremap", "1024", "1000"],
-             "10000 iterations", "1000 iterations", "no regression", [MREMAP_CALLS]),
-    Workload("mremap-2m", "seed 001 program on 2 MB, PMD-mapped THP",
-             _onoff("mremap_batch"), "lab_thp_only 2048kB",
-             ["/lab/bench/mremap", "2048", "5000"], ["/lab/bench/mremap", "2048", "500"],
-             "5000 iterations", "500 iterations", "no regression",
-             [MREMAP_CALLS, ("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
+    Workload(
+        name="pt-reclaim",
+        what="seed 004: touch 2 MB, MADV_DONTNEED 2 MB, per region",
+        modes=_onoff("pt_reclaim"),
+        thp="none",
+        argv=["/lab/bench/ptreclaim", "4096"],
+        quick=["/lab/bench/ptreclaim", "1024"],
+        scale="4096 regions of 2 MB",
+        quick_scale="1024 regions of 2 MB",
+        seed="VmPTE 102640 kB -> 240 kB (25600 regions)",
+        metrics=[("VmPTE after (kB)", "metrics", "vmpte_after_kb"),
+                 ("function-call IPIs (x86)", "irq", "CAL", False),
+                 ("TLB shootdowns (x86)", "irq", "TLB", False),
+                 ("IPI1 function call (arm64)", "irq", "IPI1", False)]),
+    Workload(
+        name="mremap-64k",
+        what="seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
+        modes=_onoff("mremap_batch"),
+        thp="64kB",
+        argv=["/lab/bench/mremap", "1024", "10000"],
+        quick=["/lab/bench/mremap", "1024", "1000"],
+        scale="10000 iterations",
+        quick_scale="1000 iterations",
+        seed=MREMAP_SEED,
+        metrics=[MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+        mechanisms=[UNFOLD, FOLD],
+        seed_ratio={"arm64": 1.2 / 1.9}),
+    Workload(
+        name="mremap-4k",
+        what="seed 001 program with 4 KB pages only",
+        modes=_onoff("mremap_batch"),
+        thp="none",
+        argv=["/lab/bench/mremap", "1024", "10000"],
+        quick=["/lab/bench/mremap", "1024", "1000"],
+        scale="10000 iterations",
+        quick_scale="1000 iterations",
+        seed="no regression",
+        metrics=[MREMAP_CALLS]),
+    Workload(
+        name="mremap-2m",
+        what="seed 001 program on 2 MB, PMD-mapped THP",
+        modes=_onoff("mremap_batch"),
+        thp="2048kB",
+        argv=["/lab/bench/mremap", "2048", "5000"],
+        quick=["/lab/bench/mremap", "2048", "500"],
+        scale="5000 iterations",
+        quick_scale="500 iterations",
+        seed="no regression",
+        metrics=[MREMAP_CALLS, ("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
     _mprotect("mprotect-64k", "mprotect() batching: 256 MB of 64 KB folios, "
-              "PROT_READ and back, 40 times", "lab_thp_only 64kB", "private",
+              "PROT_READ and back, 40 times", "64kB", "private",
               "arm64 M3: 2.0 s -> 0.7 s (-65%); x86: 3.7 s -> 3.7 s",
               [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
               [UNFOLD, FOLD], {"arm64": 0.7 / 2.0}),
     _mprotect("mprotect-4k", "mprotect() batching program with 4 KB pages only",
-              "lab_thp_only none", "private",
+              "none", "private",
               "no regression (upstream: arm64 +10%, x86 +1%)"),
     _mprotect("mprotect-4k-shared", "mprotect() of 4 KB dirty MAP_SHARED anonymous "
               "memory (the shared-dirty report against 6.12)",
-              f"lab_thp_only none; lab_sysfs {SHMEM_64K} never", "shared",
-              "no regression (upstream 6.19: +67% against 6.12 in QEMU)"),
+              "none", "shared",
+              "no regression (upstream 6.19: +67% against 6.12 in QEMU)",
+              shmem_64k="never"),
     _mprotect("mprotect-pte2m", "mprotect() of 2 MB THP mapped by PTEs",
-              "lab_thp_only 2048kB", "pte2m",
+              "2048kB", "pte2m",
               "arm64 M3: 2.1 s -> 0.65 s (-69%); x86: 3.75 s -> 3.7 s",
               [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")],
               [UNFOLD, FOLD], {"arm64": 0.65 / 2.1}),
     _mprotect("mprotect-mixed", "mprotect() of 64 KB folios alternating with 16 small "
               "folios in every 2 MB: two lookups that find no batch stop the lookups "
               "for the page table (on arm64 until the next contiguous block)",
-              "lab_thp_only 64kB", "mixed",
+              "64kB", "mixed",
               "within 1% (batching refused after small folios)",
               [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
               MPROTECT_MECHANISMS + [UNFOLD, FOLD]),
     _mprotect("mprotect-midfolio", "mprotect() of 64 KB folios in calls of 2 MB that "
               "start and end in the middle of a folio",
-              "lab_thp_only 64kB", "midfolio",
+              "64kB", "midfolio",
               "within 1% (batching partial at the calls' ends)",
               [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
               MPROTECT_MECHANISMS + MIDFOLIO_FOLDS),
     _mprotect("mprotect-filedirty", "mprotect() of MAP_SHARED shmem in 64 KB folios, "
               "the first half of each dirty and the second clean: batches stop at the "
               "dirty/clean boundary",
-              f"lab_thp_only none; lab_sysfs {SHMEM_64K} always", "filedirty",
+              "none", "filedirty",
               "within 1% (batches split at the dirty/clean boundary)",
               [("64 KB shmem folios allocated", "mthp", "64kB/shmem_alloc")],
-              MPROTECT_MECHANISMS + [UNFOLD, FOLD]),
+              MPROTECT_MECHANISMS + [UNFOLD, FOLD], shmem_64k="always"),
     _numascan("mprotect-numa", "one NUMA-balancing scan pass (MM_CP_PROT_NUMA) over "
-              "64 KB folios: every PTE made PROT_NONE", "lab_thp_only 64kB",
+              "64 KB folios: every PTE made PROT_NONE", "64kB",
               "upstream batch-skips and batches the scan (v6.17); no figure",
               [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
               MPROTECT_MECHANISMS + [UNFOLD, MIDFOLIO_FOLDS[1]]),
     _numascan("mprotect-numa-4k", "the NUMA scan pass program with 4 KB pages only",
-              "lab_thp_only none", "within 1% (no large folio to batch)",
+              "none", "within 1% (no large folio to batch)",
               mechanisms=MPROTECT_MECHANISMS),
-    Workload("bigheap", "stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
-             _onoff("mremap_batch"), "lab_thp_only none",
-             ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
+    Workload(
+        name="bigheap",
+        what="stress-ng --bigheap (realloc; the x86 regression upstream fixed)",
+        modes=_onoff("mremap_batch"),
+        thp="none",
+        argv=["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "4000",
               "--timeout", "0", "--quiet"],
-             ["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "1000",
-              "--timeout", "0", "--quiet"],
-             "4000 bogo ops", "1000 bogo ops",
-             "x86: -37% bigheap throughput before the pte_batch_hint() fix"),
-    Workload("file-reclaim", "seed 000: map clean XFS large folios in a memcg, "
-             "memory.reclaim 80%",
-             FILE_MODES, "lab_sysfs /sys/kernel/mm/lru_gen/enabled n",
-             ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
-             "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
-             "young batching -33% arm64 / -10% x86; batched unmap -75% arm64 / -50% x86",
-             FILE_METRICS,
-             RECLAIM_MECHANISMS,
-             # 1.518 s -> 1.018 s -> 0.249 s (arm64); -10% then -50% (x86)
-             {"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
+        quick=["/usr/bin/stress-ng", "--bigheap", "1", "--bigheap-ops", "1000",
+               "--timeout", "0", "--quiet"],
+        scale="4000 bogo ops",
+        quick_scale="1000 bogo ops",
+        seed="x86: -37% bigheap throughput before the pte_batch_hint() fix"),
+    Workload(
+        name="file-reclaim",
+        what="seed 000: map clean XFS large folios in a memcg, "
+"memory.reclaim 80%",
+        modes=FILE_MODES,
+        lru="classic",
+        argv=["/lab/bench/filereclaim", "1024", "80"],
+        quick=["/lab/bench/filereclaim", "256", "80"],
+        scale="1 GiB file, 80% reclaimed",
+        quick_scale="256 MiB file, 80% reclaimed",
+        seed="young batching -33% arm64 / -10% x86; batched unmap -75% arm64 / -50% x86",
+        metrics=FILE_METRICS,
+        mechanisms=RECLAIM_MECHANISMS,
+        seed_ratio={"arm64": 0.249 / 1.518, "x86_64": 0.9 * 0.5}),
     _pte2m("file-reclaim-pte2m", "seed 000 with 2 MB file folios mapped by PTEs, "
            "on the default CPU", RECLAIM_MECHANISMS),
     _pte2m("file-reclaim-pte2m-a72", "seed 000 on a CPU without range TLBI "
@@ -429,78 +529,95 @@ WORKLOADS = [
            "young or unmap batch covers 512 PTEs, the size at which arm64 "
            "invalidates the whole ASID (flush_tlb_mm()) instead of page by page",
            [UNFOLD] + YOUNG, boot={"cpu": "cortex-a72"}, arches=("arm64",)),
-    Workload("file-reclaim-mglru", "seed 003: the file-reclaim workload with MGLRU on",
-             # off is every batching off, so that it compares with stock;
-             # young batching with MGLRU is the rmap walk's run handed to
-             # the look-around (referenced_batch) and the look-around
-             # window and aging walk (mglru_young_batch)
-             {"off": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 0},
-              "young": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 0},
-              "unmap": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 1},
-              "on": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 1}},
-             "lab_sysfs /sys/kernel/mm/lru_gen/enabled y",
-             ["/lab/bench/filereclaim", "1024", "80"], ["/lab/bench/filereclaim", "256", "80"],
-             "1 GiB file, 80% reclaimed", "256 MiB file, 80% reclaimed",
-             "arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
-             FILE_METRICS,
-             RECLAIM_MECHANISMS, {"arm64": 0.180 / 0.470, "x86_64": 0.85}),
-    Workload("dirty-reclaim", "seed 002: stress-ng --vm in a memcg whose memory.high is a "
-             "quarter of its working set, swap on a RAM disk",
-             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             ["/lab/bench/dirtyreclaim", "2", "512", "400"],
-             ["/lab/bench/dirtyreclaim", "2", "256", "100"],
-             "2 workers, 512 MB, memory.high 128 MB, 400 ops in all",
-             "2 workers, 256 MB, memory.high 64 MB, 100 ops in all",
-             "TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
-             DIRTY_METRICS,
-             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
-    Workload("dirty-reclaim-1w", "seed 002 with one worker: reclaim work repeats "
-             "exactly, so the measured phase is the worker's CPU time "
-             "(instructions, throttling sleeps excluded)",
-             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             ["/lab/bench/dirtyreclaim", "1", "256", "200", "cpu"],
-             ["/lab/bench/dirtyreclaim", "1", "128", "100", "cpu"],
-             "1 worker, 256 MB, memory.high 64 MB, 200 ops",
-             "1 worker, 128 MB, memory.high 32 MB, 100 ops",
-             "bogo ops/s +26.9% (16 workers)",
-             [("pswpout", "vmstat", "pswpout"),
-              ("elapsed instruction-time (ns, throttling included)", "metrics",
-               "elapsed_ns", False),
-              ("TLB shootdowns (x86)", "irq", "TLB", False),
-              ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
-             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS,
-             retired=STRESS_NG_RETIRED),
-    Workload("dirty-reclaim-8cpu", "seed 002 at 8 vCPUs, one stress-ng --vm worker per "
-             "vCPU: under -icount the vCPUs take turns on one host thread, so every "
-             "remote CPU's flush and IPI handler is counted in instruction-time",
-             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             # stress-ng shares --vm-ops (and --vm-bytes) among its
-             # workers: 25 ops for 8 workers faulted 70 MB and swapped nothing
-             ["/lab/bench/dirtyreclaim", "8", "512", "800"],
-             ["/lab/bench/dirtyreclaim", "8", "256", "200"],
-             "8 workers, 512 MB, memory.high 128 MB, 800 ops",
-             "8 workers, 256 MB, memory.high 64 MB, 200 ops",
-             "16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
+    Workload(
+        name="file-reclaim-mglru",
+        what="seed 003: the file-reclaim workload with MGLRU on",
+        modes={"off": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 0},
+               "young": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 0},
+               "unmap": {"referenced_batch": 0, "mglru_young_batch": 0, "unmap_batch": 1},
+               "on": {"referenced_batch": 1, "mglru_young_batch": 1, "unmap_batch": 1}},
+        lru="mglru",
+        argv=["/lab/bench/filereclaim", "1024", "80"],
+        quick=["/lab/bench/filereclaim", "256", "80"],
+        scale="1 GiB file, 80% reclaimed",
+        quick_scale="256 MiB file, 80% reclaimed",
+        seed="arm64 0.470 s -> 0.180 s (-60%); x86 -15%",
+        metrics=FILE_METRICS,
+        mechanisms=RECLAIM_MECHANISMS,
+        seed_ratio={"arm64": 0.180 / 0.470, "x86_64": 0.85}),
+    Workload(
+        name="dirty-reclaim",
+        what="seed 002: stress-ng --vm in a memcg whose memory.high is a "
+"quarter of its working set, swap on a RAM disk",
+        modes=_onoff("reclaim_tlb_batch"),
+        **DIRTY_SETUP,
+        argv=["/lab/bench/dirtyreclaim", "2", "512", "400"],
+        quick=["/lab/bench/dirtyreclaim", "2", "256", "100"],
+        scale="2 workers, 512 MB, memory.high 128 MB, 400 ops in all",
+        quick_scale="2 workers, 256 MB, memory.high 64 MB, 100 ops in all",
+        seed="TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
+        metrics=DIRTY_METRICS,
+        mechanisms=[DIRTY_FLUSH],
+        histograms=BATCH_HISTOGRAMS),
+    Workload(
+        name="dirty-reclaim-1w",
+        what="seed 002 with one worker: reclaim work repeats "
+"exactly, so the measured phase is the worker's CPU time "
+"(instructions, throttling sleeps excluded)",
+        modes=_onoff("reclaim_tlb_batch"),
+        **DIRTY_SETUP,
+        argv=["/lab/bench/dirtyreclaim", "1", "256", "200", "cpu"],
+        quick=["/lab/bench/dirtyreclaim", "1", "128", "100", "cpu"],
+        scale="1 worker, 256 MB, memory.high 64 MB, 200 ops",
+        quick_scale="1 worker, 128 MB, memory.high 32 MB, 100 ops",
+        seed="bogo ops/s +26.9% (16 workers)",
+        metrics=[("pswpout", "vmstat", "pswpout"),
+                 ("elapsed instruction-time (ns, throttling included)", "metrics",
+                  "elapsed_ns", False),
+                 ("TLB shootdowns (x86)", "irq", "TLB", False),
+                 ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
+        mechanisms=[DIRTY_FLUSH],
+        histograms=BATCH_HISTOGRAMS,
+        retired=STRESS_NG_RETIRED),
+    Workload(
+        name="dirty-reclaim-8cpu",
+        what="seed 002 at 8 vCPUs, one stress-ng --vm worker per "
+"vCPU: under -icount the vCPUs take turns on one host thread, so every "
+"remote CPU's flush and IPI handler is counted in instruction-time",
+        modes=_onoff("reclaim_tlb_batch"),
+        **DIRTY_SETUP,
+        argv=["/lab/bench/dirtyreclaim", "8", "512", "800"],
+        quick=["/lab/bench/dirtyreclaim", "8", "256", "200"],
+        scale="8 workers, 512 MB, memory.high 128 MB, 800 ops",
+        quick_scale="8 workers, 256 MB, memory.high 64 MB, 200 ops",
+        seed="16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
              "-57.4%",
-             DIRTY_METRICS,
-             [DIRTY_FLUSH], boot={"cpus": 8}, histograms=BATCH_HISTOGRAMS,
-             retired=STRESS_NG_RETIRED),
-    Workload("dirty-reclaim-1cpu", "seed 002 on one vCPU, to see whether its runs repeat "
-             "there (measured: they vary as on 2 vCPUs); no remote flush to save, only "
-             "local ones",
-             _onoff("reclaim_tlb_batch"), DIRTY_SETUP,
-             ["/lab/bench/dirtyreclaim", "2", "512", "400"],
-             ["/lab/bench/dirtyreclaim", "2", "256", "100"],
-             "2 workers, 512 MB, memory.high 128 MB, 400 ops in all, 1 vCPU",
-             "2 workers, 256 MB, memory.high 64 MB, 100 ops in all, 1 vCPU",
-             "bogo ops/s +26.9% (16 CPUs)",
-             [("pswpout", "vmstat", "pswpout", False),
-              ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
-               False),
-              ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one",
-               False)],
-             [DIRTY_FLUSH], boot={"cpus": 1}, histograms=BATCH_HISTOGRAMS,
-             retired=STRESS_NG_RETIRED),
+        metrics=DIRTY_METRICS,
+        mechanisms=[DIRTY_FLUSH],
+        boot={"cpus": 8},
+        histograms=BATCH_HISTOGRAMS,
+        retired=STRESS_NG_RETIRED),
+    Workload(
+        name="dirty-reclaim-1cpu",
+        what="seed 002 on one vCPU, to see whether its runs repeat "
+"there (measured: they vary as on 2 vCPUs); no remote flush to save, only "
+"local ones",
+        modes=_onoff("reclaim_tlb_batch"),
+        **DIRTY_SETUP,
+        argv=["/lab/bench/dirtyreclaim", "2", "512", "400"],
+        quick=["/lab/bench/dirtyreclaim", "2", "256", "100"],
+        scale="2 workers, 512 MB, memory.high 128 MB, 400 ops in all, 1 vCPU",
+        quick_scale="2 workers, 256 MB, memory.high 64 MB, 100 ops in all, 1 vCPU",
+        seed="bogo ops/s +26.9% (16 CPUs)",
+        metrics=[("pswpout", "vmstat", "pswpout", False),
+                 ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
+                  False),
+                 ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one",
+                  False)],
+        mechanisms=[DIRTY_FLUSH],
+        boot={"cpus": 1},
+        histograms=BATCH_HISTOGRAMS,
+        retired=STRESS_NG_RETIRED),
     _dirty_fixed("dirty-reclaim-fixed", 2, "seed 002 with fixed work: 2 workers on 2 "
                  "vCPUs in a memcg whose memory.max is a quarter of their memory, swap "
                  "on a RAM disk; each timed pass swaps every page in, dirties it and "
@@ -512,61 +629,65 @@ WORKLOADS = [
                  "another CPU",
                  "16 CPUs: TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s "
                  "+26.9% (stress-ng)", boot={"cpus": 8}),
-    Workload("fault-latency", "seed 002's risk: one thread dirties anonymous memory in a "
-             "memcg whose memory.high is a quarter of it, swap on zram, while another "
-             "times each store to one of its own pages that reclaim swapped out",
-             _onoff("reclaim_tlb_batch"), FAULTLAT_SETUP,
-             ["/lab/bench/faultlat", "256", "16", "64", "2"],
-             ["/lab/bench/faultlat", "64", "4", "16", "2"],
-             "256 MB dirtied twice, memory.high 64 MB, 16 MB touched",
-             "64 MB dirtied twice, memory.high 16 MB, 4 MB touched",
-             "not measured upstream (seed 002 holds up to 31 folio locks "
+    Workload(
+        name="fault-latency",
+        what="seed 002's risk: one thread dirties anonymous memory in a "
+"memcg whose memory.high is a quarter of it, swap on zram, while another "
+"times each store to one of its own pages that reclaim swapped out",
+        modes=_onoff("reclaim_tlb_batch"),
+        **FAULTLAT_SETUP,
+        argv=["/lab/bench/faultlat", "256", "16", "64", "2"],
+        quick=["/lab/bench/faultlat", "64", "4", "16", "2"],
+        scale="256 MB dirtied twice, memory.high 64 MB, 16 MB touched",
+        quick_scale="64 MB dirtied twice, memory.high 16 MB, 4 MB touched",
+        seed="not measured upstream (seed 002 holds up to 31 folio locks "
              "across pageout)",
-             FAULTLAT_METRICS,
-             [DIRTY_FLUSH], histograms=BATCH_HISTOGRAMS),
+        metrics=FAULTLAT_METRICS,
+        mechanisms=[DIRTY_FLUSH],
+        histograms=BATCH_HISTOGRAMS),
     _readside("read-mlock", "the read side: mlock() and munlock() of 64 KB folios "
               "(each reads every PTE's contiguous block)", "contpte_early_exit",
-              "lab_thp_only 64kB", "mlock",
+              "64kB", "mlock",
               "arm64: -50.6% instructions, -46.4% time (upstream 093ae7a033cf)",
               [READ_64K], [CONTPTE_GET], arches=("arm64",)),
     _readside("read-smaps", "the read side: a read of /proc/self/smaps over 64 KB "
               "folios, written (young and dirty)", "contpte_early_exit",
-              "lab_thp_only 64kB", "smaps", "goal: time on/off at most 0.70",
+              "64kB", "smaps", "goal: time on/off at most 0.70",
               [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
               [CONTPTE_GET], arches=("arm64",)),
     _readside("read-smaps-old", "the smaps read after clear_refs made every entry "
               "old: no young entry, so both forms read all 16 entries of a block "
               "(the loop that looks for the missing bit is the difference)",
-              "contpte_early_exit", "lab_thp_only 64kB", "smaps-old",
+              "contpte_early_exit", "64kB", "smaps-old",
               "no early exit: every entry is read either way",
               [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
               [CONTPTE_GET], arches=("arm64",)),
     _readside("read-mincore", "the read side: mincore() of 64 KB folios",
-              "mincore_batch", "lab_thp_only 64kB", "mincore",
+              "mincore_batch", "64kB", "mincore",
               "arm64: 1 GB of 64 KB mTHP 6022 -> 1115 us, -81% (upstream 4df65651f707)",
               [READ_64K, ("resident pages", "metrics", "resident_pages")],
               [CONTPTE_GET], arches=("arm64",)),
     _readside("read-mincore-4k", "mincore() with 4 KB pages only (control)",
-              "mincore_batch", "lab_thp_only none", "mincore",
+              "mincore_batch", "none", "mincore",
               "within 1% (no contiguous block)",
               [("resident pages", "metrics", "resident_pages")],
               [CONTPTE_GET], arches=("arm64",)),
     _readside("read-mbind-stay", "the read side: mbind(MPOL_MF_MOVE | MPOL_MF_STRICT) "
               "of 64 KB folios to the node they are on: the queueing walk alone",
-              "mbind_batch", "lab_thp_only 64kB", "mbind-stay",
+              "mbind_batch", "64kB", "mbind-stay",
               "goal: time on/off at most 0.70",
               [READ_64K, ("pages on node 1", "metrics", "node1_pages")], [FOLIO_LOOKUPS]),
     _readside("read-mbind-stay-4k", "the queueing walk of mbind() with 4 KB pages only "
-              "(control)", "mbind_batch", "lab_thp_only none", "mbind-stay",
+              "(control)", "mbind_batch", "none", "mbind-stay",
               "within 1% (no large folio)",
               [("pages on node 1", "metrics", "node1_pages")], [FOLIO_LOOKUPS]),
     _readside("read-mbind", "the read side: mbind(MPOL_MF_MOVE) of 64 KB folios to "
-              "node 1 and back (two NUMA nodes)", "mbind_batch", "lab_thp_only 64kB",
+              "node 1 and back (two NUMA nodes)", "mbind_batch", "64kB",
               "mbind", "goal: time on/off at most 0.70",
               [READ_64K, ("pages on node 1 after a move", "metrics", "moved_pages")],
               [FOLIO_LOOKUPS], boot=NUMA_BOOT),
     _readside("read-mbind-pte2m", "mbind(MPOL_MF_MOVE) of 2 MB THP mapped by PTEs to "
-              "node 1 and back", "mbind_batch", "lab_thp_only 2048kB", "mbind-pte2m",
+              "node 1 and back", "mbind_batch", "2048kB", "mbind-pte2m",
               "4 GB of PTE-mapped 2 MB folios: 7.5 s -> 4 s, -47% (upstream "
               "4a34c584d8cd)",
               [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc"),
