@@ -1,5 +1,6 @@
 """Host unit tests of the bench plan, run parsing and report."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -203,8 +204,8 @@ def _boot_once(tmp_path, monkeypatch, arch_name, w):
     """The run.boot() arguments of one bench boot of w, with a fake boot."""
     seen = {}
 
-    def boot(arch_name, kernel, plan, env, name, **kw):
-        seen.update(kw, name=name)
+    def boot(spec, echo=None):
+        seen.update(dataclasses.asdict(spec))
         return run.Boot(tmp_path / "c", 0, True, False, 1.0, stamps=[])
 
     monkeypatch.setattr(bench.run, "boot", boot)

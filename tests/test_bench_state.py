@@ -76,7 +76,8 @@ def fake_boot(monkeypatch, tmp_path, lines, stock_lines=(), exit_code=0):
     """run.boot() gives consoles of these lines (patched) and stock_lines,
     whose plan ended with LAB-EXIT exit_code."""
 
-    def boot(arch_name, kernel, plan, env, name, **kw):
+    def boot(spec, echo=None):
+        name = spec.name
         text, stamps = console(stock_lines if "-stock" in name else lines)
         text = text.replace("LAB-EXIT: 0", f"LAB-EXIT: {exit_code}")
         c = tmp_path / f"console-{name}.log"
@@ -403,9 +404,10 @@ def _main_two_arches(tmp_path, monkeypatch, arm64_boot):
     runs = [mremap4k("off", 0), mremap4k("on", 0)]
     stock = bench_lines(mremap4k("stock", 0, flavour="stock"))
 
-    def boot(arch_name, kernel, plan, env, name, **kw):
+    def boot(spec, echo=None):
+        name = spec.name
         c = tmp_path / f"console-{name}.log"
-        if arch_name == "arm64" and "-patched" in name:
+        if spec.arch == "arm64" and "-patched" in name:
             return arm64_boot(c)
         text, stamps = console(stock if "-stock" in name else bench_lines(*runs))
         c.write_text(text)
@@ -498,9 +500,9 @@ def _stock_files(tmp_path, monkeypatch, kernel=b"stock kernel v1"):
     booted = []
     real = bench.run.boot
 
-    def counting(*a, **k):
-        booted.append(a[4])
-        return real(*a, **k)
+    def counting(spec, echo=None):
+        booted.append(spec.name)
+        return real(spec, echo)
 
     monkeypatch.setattr(bench.run, "boot", counting)
     return booted

@@ -156,8 +156,9 @@ def test_boot_picks_the_machine_of_the_variant_in_its_env(monkeypatch, tmp_path)
     monkeypatch.setattr(run.image, "plan_cpio", lambda *a: tmp_path / "i")
     monkeypatch.setattr(run, "_run_qemu", lambda cmd, *a: cmds.append(cmd))
     monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/" + name)
-    run.boot("arm64", "K", "plan", {"LAB_VARIANT": "nosplit"}, "t", xfs_mb=0, swap_mb=0)
-    run.boot("arm64", "K", "plan", {"LAB_VARIANT": "default"}, "t", xfs_mb=0, swap_mb=0)
+    for v in ("nosplit", "default"):
+        run.boot(run.BootSpec(arch="arm64", kernel="K", plan="plan", env={"LAB_VARIANT": v},
+                              name="t", xfs_mb=0, swap_mb=0))
     assert [c[c.index("-M") + 1] for c in cmds] == ["virt,mte=on", "virt"]
 
 

@@ -262,7 +262,8 @@ def test_the_guest_is_told_which_disks_to_check(monkeypatch, tmp_path):
     monkeypatch.setattr(image, "plan_cpio", plan_cpio)
     monkeypatch.setattr(run, "make_disk", lambda *a, **kw: None)
     monkeypatch.setattr(run, "_run_qemu", lambda *a: None)
-    run.boot("x86_64", "K", "plan", {"LAB_ARCH": "x86_64"}, "t")
+    run.boot(run.BootSpec(arch="x86_64", kernel="K", plan="plan", env={"LAB_ARCH": "x86_64"},
+                          name="t"))
     assert seen["LAB_DISKS"] == "labxfs labswap"
     init = (config.GUEST / "init").read_text()
     assert "for disk in $LAB_DISKS" in init and "LAB-ERROR: disk labxfs" in init
@@ -552,7 +553,8 @@ def test_a_real_boot_keeps_its_plan_and_its_exit(monkeypatch):
     monkeypatch.setattr(image, "plan_cpio", lambda *a: a[-1])
     monkeypatch.setattr(run, "qemu_cmd",
                         lambda *a, **kw: ["printf", "%s", console])
-    b = run.boot("x86_64", "KERNEL", plan, {}, "verdict-test", timeout=30)
+    b = run.boot(run.BootSpec(arch="x86_64", kernel="KERNEL", plan=plan, env={},
+                              name="verdict-test", timeout=30))
     assert b.plan == plan and b.exit_code == 139 and b.ready
     probs = boot_problems(b)
     assert any("LAB-EXIT: 139" in d for _, d in probs)

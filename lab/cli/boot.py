@@ -26,11 +26,12 @@ def cmd_boot(args):
     if not kernel.exists():
         raise LabError(f"{kernel} is not built; run 'lab build -a {a} -f {f}'")
     plan = ". /lab/lib.sh\n" + (args.run or "uname -a; cat /proc/cmdline") + "\n"
-    b = run.boot(a, kernel, plan, {"LAB_ARCH": a, "LAB_FLAVOUR": f,
-                                   "LAB_VARIANT": args.variant},
-                 f"{a}-{args.variant}-{f}-manual", mem_mb=args.mem, cpus=args.cpus,
-                 append=args.append, icount=args.icount, timeout=args.timeout,
-                 echo=print)
+    spec = run.BootSpec(arch=a, kernel=kernel, plan=plan,
+                        env={"LAB_ARCH": a, "LAB_FLAVOUR": f, "LAB_VARIANT": args.variant},
+                        name=f"{a}-{args.variant}-{f}-manual", mem_mb=args.mem,
+                        cpus=args.cpus, append=args.append, icount=args.icount,
+                        timeout=args.timeout)
+    b = run.boot(spec, echo=print)
     say(f"exit {b.exit_code}; console saved in {b.console}")
     say("qemu: " + " ".join(b.cmdline))
     return 0 if b.exit_code == 0 else 1

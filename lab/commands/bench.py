@@ -288,7 +288,8 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
             f"{stored[0][:16]}: same kernel, image, plan and QEMU)")
     else:
         reused = None
-        b = run.boot(arch_name, kernel, text, env, name, echo=echo, **kwargs)
+        b = run.boot(run.BootSpec(arch=arch_name, kernel=kernel, plan=text, env=env,
+                                  name=name, **kwargs), echo=echo)
     if not b.ready or b.exit_code is None:
         raise LabError(f"bench boot {name} did not complete (console: {b.console})")
     console = b.text()

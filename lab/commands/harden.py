@@ -175,8 +175,9 @@ def run_load(tally, arch_name, variant, seconds, round_s):
             print(f"  [{name}] {line}", flush=True)
 
     say(f"booting {name}: {seconds} s of load in rounds of {round_s} s")
-    b = run.boot(arch_name, kernel, plan, env, name, mem_mb=2048, cpus=2,
-                 timeout=2 * seconds + 1800, swap_mb=2048, xfs_mb=2048, echo=echo)
+    b = run.boot(run.BootSpec(arch=arch_name, kernel=kernel, plan=plan, env=env, name=name,
+                              mem_mb=2048, cpus=2, timeout=2 * seconds + 1800,
+                              swap_mb=2048, xfs_mb=2048), echo=echo)
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
     for what, detail in boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)

@@ -122,12 +122,14 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     mode = None if flavour == "stock" else mode
     counts = outdir / f"{arch_name}-{w.name}-{tag}.blocks"
     say(f"profile boot {arch_name}/{tag}: {w.name}")
-    b = run.boot(arch_name, kernel, workloads.plan([w], 1, flavour, quick, only_mode=mode),
-                 {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
-                 f"{arch_name}-profile-{w.name}-{tag}",
-                 **dict(bench.boot_args(quick),
-                        **workloads.boot_kwargs(w.boot, ["-plugin", f"{so},out={counts}"]),
-                        append="nokaslr " + bench.BOOT_APPEND))
+    b = run.boot(run.BootSpec(
+        arch=arch_name, kernel=kernel,
+        plan=workloads.plan([w], 1, flavour, quick, only_mode=mode),
+        env={"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
+        name=f"{arch_name}-profile-{w.name}-{tag}",
+        **dict(bench.boot_args(quick),
+               **workloads.boot_kwargs(w.boot, ["-plugin", f"{so},out={counts}"]),
+               append="nokaslr " + bench.BOOT_APPEND)))
     if not b.ready or b.exit_code != 0 or not counts.exists():
         raise LabError(f"profile boot {arch_name}/{tag} did not complete "
                        f"(console: {b.console})")

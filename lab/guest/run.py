@@ -90,16 +90,39 @@ def qemu_version(arch_name):
     return p.stdout.splitlines()[0] if p.returncode == 0 else "unknown"
 
 
-def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
-         timeout=1200, icount=False, xfs_mb=XFS_MB, swap_mb=SWAP_MB, echo=None,
-         accel="tcg", cpu=None, extra=()):
-    """Boot kernel with plan; stream the console to a log; return a Boot.
+@dataclass(frozen=True, kw_only=True)
+class BootSpec:
+    """One boot: which kernel, with which plan and guest environment, on
+    which machine (QEMU's memory, vCPUs, CPU model, accelerator, -icount
+    and extra arguments), with which scratch disks, for how long."""
+    arch: str                # lab arch name
+    kernel: Path             # the kernel image
+    plan: str                # the shell text the guest runs
+    env: dict                # the guest's LAB_* variables
+    name: str                # names the console log
+    mem_mb: int = 2048
+    cpus: int = 2
+    append: str = ""         # kernel command line, after the console's
+    timeout: int = 1200      # host seconds
+    icount: bool = False     # -icount shift=0,sleep=off
+    xfs_mb: int = XFS_MB     # 0: no XFS disk
+    swap_mb: int = SWAP_MB   # 0: no swap disk
+    accel: str = "tcg"
+    cpu: str | None = None   # replaces the arch's -cpu model
+    extra: tuple = ()        # more QEMU arguments
+
+
+def boot(spec, echo=None):
+    """Boot spec (a BootSpec); stream the console to a log; return a Boot.
 
     echo(line) is called for each console line (progress); the whole
     console is saved in WORK/logs/console-<name>.log.  The machine is the
     one of the kernel's variant, env's LAB_VARIANT (the guest reads the
     same), default if unset.
     """
+    arch_name, kernel, plan, env, name = (spec.arch, spec.kernel, spec.plan, spec.env,
+                                          spec.name)
+    xfs_mb, swap_mb, timeout = spec.xfs_mb, spec.swap_mb, spec.timeout
     logs = config.log_dir()
     console = logs / f"console-{name}.log"
     tmp = Path(tempfile.mkdtemp(prefix=f"boot-{name}-", dir=config.WORK))
@@ -114,9 +137,9 @@ def boot(arch_name, kernel, plan, env, name, *, mem_mb=2048, cpus=2, append="",
         # the guest's /init checks that each disk came up (LAB-ERROR if not)
         env = dict(env, LAB_DISKS=" ".join(serial for _, serial in disks))
         initrd = image.plan_cpio(arch_name, plan, env, tmp / "initrd.cpio")
-        cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=mem_mb, cpus=cpus,
-                       append=append, disks=disks, icount=icount, accel=accel,
-                       cpu=cpu, extra=extra,
+        cmd = qemu_cmd(arch_name, kernel, initrd, mem_mb=spec.mem_mb, cpus=spec.cpus,
+                       append=spec.append, disks=disks, icount=spec.icount,
+                       accel=spec.accel, cpu=spec.cpu, extra=spec.extra,
                        variant=env.get("LAB_VARIANT", "default"))
         return _run_qemu(cmd, console, timeout, echo, plan)
     finally:

@@ -28,10 +28,10 @@ def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
     env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
     name = f"{arch_name}-{variant}-{flavour}-{tag}"
     say(f"booting {name}")
-    b = run.boot(arch_name, kernel, plan, env, name,
-                 append=suites.boot_append(arch_name, append), cpus=cpus,
-                 mem_mb=mem_mb, timeout=timeout, echo=echo_progress(name), cpu=cpu,
-                 accel=accel, extra=extra)
+    b = run.boot(run.BootSpec(arch=arch_name, kernel=kernel, plan=plan, env=env, name=name,
+                              append=suites.boot_append(arch_name, append), cpus=cpus,
+                              mem_mb=mem_mb, timeout=timeout, cpu=cpu, accel=accel,
+                              extra=tuple(extra)), echo=echo_progress(name))
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
     took = sorted(results.durations(b.text()).items(), key=lambda kv: -kv[1])
     if took:
