@@ -102,8 +102,15 @@ def stop_script(argv, tmp_path, started, signals):
             p.send_signal(sig)
             time.sleep(0.5)
         _, err = p.communicate(timeout=30)
-        time.sleep(0.2)
-        left = {name: alive(pid) for name, pid in pids(tmp_path).items()}
+        # a process killed just before the lab exited may take a moment to
+        # go on a busy host (a kernel build beside the host tests): give
+        # it up to 5 s (0.2 s failed once beside a running 'lab test')
+        end = time.monotonic() + 5
+        while True:
+            left = {name: alive(pid) for name, pid in pids(tmp_path).items()}
+            if not any(left.values()) or time.monotonic() > end:
+                break
+            time.sleep(0.1)
     finally:
         p.kill()
         for pid in pids(tmp_path).values():
