@@ -8,9 +8,15 @@
 #ifndef LAB_TEST_H
 #define LAB_TEST_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "lab.h"
 
 /**
  * lab_flavour() - the kernel the guest runs, as the lab's /init says
@@ -94,6 +100,166 @@ FIXTURE_VARIANT_ADD(fixture, off) {					\
 FIXTURE_VARIANT_ADD(fixture, stock) {					\
 	.flavour = "stock",						\
 	.value = -1,							\
+}
+
+/**
+ * struct lab_env - what a test of one switch saves, opens and runs in
+ * @switch_path: the switch, /sys/kernel/mm/foliobatch/NAME
+ * @thp: the THP settings, saved by lab_env_setup()
+ * @sw: the switch's value, saved where the kernel shows it
+ * @shmem: the shmem_enabled knob of the folio size, saved where the test
+ *	asked for it (lab_env_setup()'s @shmem)
+ * @nr_modes: 2 (switch off, on) where the switch is shown, else 1 (the
+ *	kernel as it is)
+ * @pm_fd: /proc/self/pagemap
+ * @kpf_fd: /proc/kpageflags
+ * @folio: the size of the folios the test asks for, in bytes
+ * @mode: what lab_env_mode() set, for messages ("NAME=1", "no switch")
+ */
+struct lab_env {
+	const char *switch_path;
+	struct lab_thp thp;
+	struct lab_knob sw;
+	struct lab_knob shmem;
+	int nr_modes;
+	int pm_fd;
+	int kpf_fd;
+	size_t folio;
+	char mode[48];
+};
+
+/**
+ * lab_env_init() - mark everything lab_env_teardown() would restore or
+ * close as not taken yet
+ * @env: the test's
+ * @switch_path: the test's switch
+ *
+ * For a fixture's setup that may skip before lab_env_setup(): its
+ * teardown runs all the same.
+ */
+static inline void lab_env_init(struct lab_env *env, const char *switch_path)
+{
+	env->switch_path = switch_path;
+	env->sw.valid = false;
+	env->shmem.valid = false;
+	env->thp.top.valid = false;
+	env->thp.nr = 0;
+	env->pm_fd = -1;
+	env->kpf_fd = -1;
+}
+
+/**
+ * lab_env_setup() - save what a switch test changes, open what it reads
+ * @_metadata: the harness's test
+ * @env: filled in
+ * @switch_path: the test's switch
+ * @folio_kb: the folio size the test asks for, in kB
+ * @shmem: also save the shmem_enabled knob of that size (lab_env_mode()
+ *	sets it to "always")
+ *
+ * Fails on a kernel whose switch is not what its LAB_FLAVOUR says (the
+ * patched kernel shows it, stock does not), on other than 4 KiB pages, and
+ * when anything cannot be saved or opened.  Changes nothing: lab_env_mode()
+ * writes the knobs in the test body, so lab_env_teardown() always runs
+ * after a change.
+ */
+static inline void lab_env_setup(struct __test_metadata *_metadata,
+				 struct lab_env *env, const char *switch_path,
+				 unsigned long folio_kb, bool shmem)
+{
+	const char *flavour = lab_flavour();
+	bool has_sw = lab_path_exists(switch_path);
+	char path[128];
+	int ret;
+
+	lab_env_init(env, switch_path);
+	env->folio = folio_kb * 1024;
+
+	ASSERT_EQ(4096UL, (unsigned long)getpagesize())
+		TH_LOG("the test assumes 4 KiB base pages");
+	if (!strcmp(flavour, "patched")) {
+		ASSERT_TRUE(has_sw)
+			TH_LOG("patched kernel without %s", switch_path);
+	} else if (!strcmp(flavour, "stock")) {
+		ASSERT_FALSE(has_sw)
+			TH_LOG("stock kernel with %s", switch_path);
+	} else {
+		ksft_print_msg("LAB_FLAVOUR is %s: %s\n", flavour,
+			       has_sw ? "switch found, testing 0 and 1" :
+			       "no switch, testing the kernel as it is");
+	}
+	if (has_sw)
+		ASSERT_EQ(0, lab_knob_save(&env->sw, switch_path));
+	env->nr_modes = has_sw ? 2 : 1;
+	ret = lab_thp_save(&env->thp);
+	ASSERT_EQ(0, ret) TH_LOG("saving THP settings: %s", strerror(-ret));
+	if (shmem) {
+		snprintf(path, sizeof(path),
+			 LAB_THP_DIR "/hugepages-%lukB/shmem_enabled", folio_kb);
+		ASSERT_EQ(0, lab_knob_save(&env->shmem, path))
+			TH_LOG("%s: this kernel has no shmem mTHP of that size",
+			       path);
+	}
+	env->pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, env->pm_fd) TH_LOG("pagemap: %s", strerror(errno));
+	env->kpf_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, env->kpf_fd) TH_LOG("kpageflags: %s", strerror(errno));
+}
+
+/**
+ * lab_env_teardown() - write back what lab_env_setup() saved, close what it
+ * opened
+ * @_metadata: the harness's test
+ * @env: set up by lab_env_setup() (or as far as it got)
+ */
+static inline void lab_env_teardown(struct __test_metadata *_metadata,
+				    struct lab_env *env)
+{
+	EXPECT_EQ(0, lab_thp_restore(&env->thp))
+		TH_LOG("cannot restore the THP settings");
+	EXPECT_EQ(0, lab_knob_restore(&env->shmem))
+		TH_LOG("cannot restore %s", env->shmem.path);
+	EXPECT_EQ(0, lab_knob_restore(&env->sw))
+		TH_LOG("cannot restore %s to %s", env->switch_path,
+		       env->sw.saved);
+	if (env->pm_fd >= 0)
+		close(env->pm_fd);
+	if (env->kpf_fd >= 0)
+		close(env->kpf_fd);
+}
+
+/**
+ * lab_env_mode() - enter mode @m of a switch test
+ * @_metadata: the harness's test
+ * @env: set up by lab_env_setup()
+ * @m: the switch's value, 0 or 1 (read back); the kernel as it is where
+ *	the switch is not shown
+ *
+ * Also makes anonymous faults (and, with the shmem knob saved, shared
+ * anonymous ones) allocate folios of the test's size only, and says so.
+ */
+static inline void lab_env_mode(struct __test_metadata *_metadata,
+				struct lab_env *env, int m)
+{
+	const char *name = strrchr(env->switch_path, '/') + 1;
+	char buf[16];
+	int ret;
+
+	if (env->sw.valid) {
+		ASSERT_EQ(0, lab_write_file(env->switch_path, m ? "1" : "0"));
+		ASSERT_LT(0, lab_read_file(env->switch_path, buf, sizeof(buf)));
+		ASSERT_EQ(m, atoi(buf))
+			TH_LOG("%s did not take %d", env->switch_path, m);
+		snprintf(env->mode, sizeof(env->mode), "%s=%d", name, m);
+	} else {
+		snprintf(env->mode, sizeof(env->mode), "no switch");
+	}
+	ret = lab_thp_only(&env->thp, env->folio / 1024);
+	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s", env->folio / 1024,
+				 strerror(-ret));
+	if (env->shmem.valid)
+		ASSERT_EQ(0, lab_write_file(env->shmem.path, "always"));
+	ksft_print_msg("%s, %zu kB folios\n", env->mode, env->folio / 1024);
 }
 
 #endif /* LAB_TEST_H */

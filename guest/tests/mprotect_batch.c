@@ -51,110 +51,6 @@
 #define WORDS		(PSZ / sizeof(uint64_t))
 #define RW		(PROT_READ | PROT_WRITE)
 
-/* What every test needs; see mp_setup(). */
-struct mp_env {
-	struct lab_thp thp;
-	struct lab_knob sw;
-	struct lab_knob shmem;
-	int nr_modes;
-	int pm_fd;
-	int kpf_fd;
-	size_t folio;
-	char mode[48];
-};
-
-/* Marks everything mp_teardown() would restore or close as not taken yet. */
-static void mp_env_init(struct mp_env *env)
-{
-	env->sw.valid = false;
-	env->shmem.valid = false;
-	env->thp.top.valid = false;
-	env->thp.nr = 0;
-	env->pm_fd = -1;
-	env->kpf_fd = -1;
-}
-
-/*
- * Saves the switch (if present), the THP settings and the shmem setting of
- * the folio size, and opens pagemap and kpageflags.  Changes nothing:
- * mp_mode() writes the knobs, so the teardown always runs after a change.
- */
-static void mp_setup(struct __test_metadata *_metadata, struct mp_env *env,
-		     unsigned long folio_kb)
-{
-	const char *flavour = lab_flavour();
-	bool has_sw = lab_path_exists(MP_SWITCH);
-	char path[128];
-	int ret;
-
-	mp_env_init(env);
-	env->folio = folio_kb * LAB_SZ_1K;
-
-	ASSERT_EQ(PSZ, (unsigned long)getpagesize())
-		TH_LOG("the test assumes 4 KiB base pages");
-	if (!strcmp(flavour, "patched"))
-		ASSERT_TRUE(has_sw)
-			TH_LOG("patched kernel without %s", MP_SWITCH);
-	if (!strcmp(flavour, "stock"))
-		ASSERT_FALSE(has_sw)
-			TH_LOG("stock kernel with %s", MP_SWITCH);
-	if (has_sw)
-		ASSERT_EQ(0, lab_knob_save(&env->sw, MP_SWITCH));
-	env->nr_modes = has_sw ? 2 : 1;
-	ret = lab_thp_save(&env->thp);
-	ASSERT_EQ(0, ret) TH_LOG("saving THP settings: %s", strerror(-ret));
-	snprintf(path, sizeof(path), LAB_THP_DIR "/hugepages-%lukB/shmem_enabled",
-		 folio_kb);
-	ASSERT_EQ(0, lab_knob_save(&env->shmem, path))
-		TH_LOG("%s: this kernel has no shmem mTHP of that size", path);
-
-	env->pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, env->pm_fd) TH_LOG("pagemap: %s", strerror(errno));
-	env->kpf_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, env->kpf_fd) TH_LOG("kpageflags: %s", strerror(errno));
-}
-
-static void mp_teardown(struct __test_metadata *_metadata, struct mp_env *env)
-{
-	EXPECT_EQ(0, lab_thp_restore(&env->thp))
-		TH_LOG("cannot restore the THP settings");
-	EXPECT_EQ(0, lab_knob_restore(&env->shmem))
-		TH_LOG("cannot restore %s", env->shmem.path);
-	EXPECT_EQ(0, lab_knob_restore(&env->sw))
-		TH_LOG("cannot restore %s to %s", MP_SWITCH, env->sw.saved);
-	if (env->pm_fd >= 0)
-		close(env->pm_fd);
-	if (env->kpf_fd >= 0)
-		close(env->kpf_fd);
-}
-
-/*
- * Enters mode @m: switch off (0) or on (1), or the kernel as it is; and
- * makes anonymous and shared anonymous faults allocate folios of the
- * test's size only.
- */
-static void mp_mode(struct __test_metadata *_metadata, struct mp_env *env,
-		    int m)
-{
-	char buf[16];
-	int ret;
-
-	if (env->sw.valid) {
-		ASSERT_EQ(0, lab_write_file(MP_SWITCH, m ? "1" : "0"));
-		ASSERT_LT(0, lab_read_file(MP_SWITCH, buf, sizeof(buf)));
-		ASSERT_EQ(m, atoi(buf)) TH_LOG("%s did not take %d", MP_SWITCH, m);
-		snprintf(env->mode, sizeof(env->mode), "mprotect_batch=%d", m);
-	} else {
-		snprintf(env->mode, sizeof(env->mode), "no switch");
-	}
-	ret = lab_thp_only(&env->thp, env->folio / LAB_SZ_1K);
-	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s",
-				 env->folio / LAB_SZ_1K, strerror(-ret));
-	ASSERT_EQ(0, lab_write_file(env->shmem.path, "always"));
-	ksft_print_msg("%s, %zu kB folios\n", env->mode,
-		       env->folio / LAB_SZ_1K);
-}
-
 /*
  * Maps @len bytes of anonymous memory (@flags MAP_PRIVATE or MAP_SHARED)
  * at an address @off bytes past a multiple of @align, as a VMA of exactly
@@ -192,7 +88,7 @@ static size_t first_bad(const char *p, size_t nr, unsigned int tag)
 
 /* Fails unless @nr folios of exactly the wanted size are mapped at @p. */
 static void assert_folios(struct __test_metadata *_metadata,
-			  const struct mp_env *env, const char *p, size_t nr)
+			  const struct lab_env *env, const char *p, size_t nr)
 {
 	size_t f, size;
 	int ret;
@@ -213,16 +109,16 @@ static void assert_folios(struct __test_metadata *_metadata,
 
 /*
  * Opens round @m of a test that maps @nr folios of the test's size: enters
- * mode @m (mp_mode()), maps them (@flags MAP_PRIVATE or MAP_SHARED) folio
+ * mode @m (lab_env_mode()), maps them (@flags MAP_PRIVATE or MAP_SHARED) folio
  * aligned, fills them with the pattern of region @tag and fails unless
  * each is mapped as one whole folio.  Returns the mapping.
  */
-static char *mp_round(struct __test_metadata *_metadata, struct mp_env *env,
+static char *mp_round(struct __test_metadata *_metadata, struct lab_env *env,
 		      int m, size_t nr, int flags, unsigned int tag)
 {
 	char *p;
 
-	mp_mode(_metadata, env, m);
+	lab_env_mode(_metadata, env, m);
 	p = mp_map(nr * env->folio, env->folio, 0, flags);
 	ASSERT_NE(NULL, p);
 	fill(p, nr * env->folio / PSZ, tag);
@@ -232,7 +128,7 @@ static char *mp_round(struct __test_metadata *_metadata, struct mp_env *env,
 
 /* The pagemap entries of @nr pages at @p, malloc'ed. */
 static uint64_t *pagemap(struct __test_metadata *_metadata,
-			 const struct mp_env *env, const char *p, size_t nr)
+			 const struct lab_env *env, const char *p, size_t nr)
 {
 	uint64_t *pm = malloc(nr * sizeof(*pm));
 	int ret;
@@ -291,19 +187,19 @@ static int probe(char *p, size_t page, bool write)
 
 /*
  * The setup of a fixture of LAB_KERNEL_VARIANTS(): skips the variants for
- * the other kernel (@flavour is the variant's), then mp_setup() for 64 kB
+ * the other kernel (@flavour is the variant's), then lab_env_setup() for 64 kB
  * folios.
  */
 static void mp_kernel_setup(struct __test_metadata *_metadata,
-			    struct mp_env *env, const char *flavour)
+			    struct lab_env *env, const char *flavour)
 {
-	mp_env_init(env);
+	lab_env_init(env, MP_SWITCH);
 	LAB_REQUIRE_FLAVOUR(flavour, "variant for the %s kernel", flavour);
-	mp_setup(_metadata, env, 64);
+	lab_env_setup(_metadata, env, MP_SWITCH, 64, true);
 }
 
 FIXTURE(mech) {
-	struct mp_env env;
+	struct lab_env env;
 };
 
 LAB_KERNEL_VARIANTS(mech);
@@ -315,7 +211,7 @@ FIXTURE_SETUP(mech)
 
 FIXTURE_TEARDOWN(mech)
 {
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 #define MECH_FOLIOS	16
@@ -361,7 +257,7 @@ static long long mp_counted(struct __test_metadata *_metadata, char *p,
  * at least one per PTE (can_change_pte_writable() asks for each).
  */
 static void assert_lookups(struct __test_metadata *_metadata,
-			   const struct mp_env *env, bool batched,
+			   const struct lab_env *env, bool batched,
 			   long long hits, size_t n, const char *what)
 {
 	ksft_print_msg("%s: %lld vm_normal_page() calls for %zu PTEs %s\n",
@@ -389,7 +285,7 @@ static void assert_lookups(struct __test_metadata *_metadata,
  */
 TEST_F_TIMEOUT(mech, private_lookups, 120)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
 	long long hits;
 	uint64_t *pm;
@@ -397,7 +293,7 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
 	char *p;
 
 	mp_lookups_probe(_metadata);
-	mp_mode(_metadata, env, variant->value > 0);
+	lab_env_mode(_metadata, env, variant->value > 0);
 
 	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
 	ASSERT_NE(NULL, p);
@@ -438,7 +334,7 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
  */
 TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = MECH_FOLIOS * env->folio, n = len / PSZ;
 	long long h0, h1, hits = 0;
 	size_t changes = 0;
@@ -453,7 +349,7 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 	err = lab_kprobe_add("mp_unfold", "__contpte_try_unfold");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on __contpte_try_unfold: %s",
 				 strerror(-err));
-	mp_mode(_metadata, env, variant->value > 0);
+	lab_env_mode(_metadata, env, variant->value > 0);
 
 	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
 	ASSERT_NE(NULL, p);
@@ -486,7 +382,7 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 }
 
 FIXTURE(bbm) {
-	struct mp_env env;
+	struct lab_env env;
 	/* /dev/kmsg, open from before the protection changes, or -1. */
 	int kmsg;
 };
@@ -503,7 +399,7 @@ FIXTURE_TEARDOWN(bbm)
 {
 	if (self->kmsg >= 0)
 		close(self->kmsg);
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 #define BBM_FOLD	"mp_fold"
@@ -617,7 +513,7 @@ static void bbm_run(struct __test_metadata *_metadata,
 		    FIXTURE_DATA(bbm) *self, int value,
 		    const struct bbm_change *steps, int n, int fold)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = MECH_FOLIOS * env->folio, nr = len / PSZ;
 	long long before[BBM_MAX_STEPS] = { 0 }, after[BBM_MAX_STEPS] = { 0 };
 	struct bbm_reader rd = { 0 };
@@ -642,7 +538,7 @@ static void bbm_run(struct __test_metadata *_metadata,
 	err = lab_kprobe_add(BBM_FOLD, "__contpte_try_fold");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on __contpte_try_fold: %s",
 				 strerror(-err));
-	mp_mode(_metadata, env, value > 0);
+	lab_env_mode(_metadata, env, value > 0);
 
 	p = mp_map(len, LAB_SZ_2M, LAB_SZ_2M / 4, MAP_PRIVATE);
 	ASSERT_NE(NULL, p);
@@ -760,7 +656,7 @@ TEST_F_TIMEOUT(bbm, half_back_then_whole, 300)
 }
 
 FIXTURE(wprot) {
-	struct mp_env env;
+	struct lab_env env;
 	pid_t child;
 };
 
@@ -780,7 +676,7 @@ FIXTURE_VARIANT_ADD(wprot, second_half) {
 FIXTURE_SETUP(wprot)
 {
 	self->child = -1;
-	mp_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
 }
 
 FIXTURE_TEARDOWN(wprot)
@@ -789,7 +685,7 @@ FIXTURE_TEARDOWN(wprot)
 		kill(self->child, SIGKILL);
 		waitpid(self->child, NULL, 0);
 	}
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -830,7 +726,7 @@ static void __attribute__((noreturn)) wprot_child(const char *p, size_t first,
  */
 TEST_F_TIMEOUT(wprot, write_not_widened, 300)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, n = folio / PSZ, half = n / 2;
 	size_t i, from, inplace_shared, copied_excl;
 	int go[2], rep[2], status, m;
@@ -841,7 +737,7 @@ TEST_F_TIMEOUT(wprot, write_not_widened, 300)
 	char *p;
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
+		lab_env_mode(_metadata, env, m);
 		tag = 1 + m;
 		p = mp_map(folio, folio, 0, MAP_PRIVATE);
 		ASSERT_NE(NULL, p);
@@ -918,7 +814,7 @@ TEST_F_TIMEOUT(wprot, write_not_widened, 300)
 }
 
 FIXTURE(track) {
-	struct mp_env env;
+	struct lab_env env;
 	int uffd;
 };
 
@@ -937,14 +833,14 @@ FIXTURE_VARIANT_ADD(track, shared) {
 FIXTURE_SETUP(track)
 {
 	self->uffd = -1;
-	mp_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
 }
 
 FIXTURE_TEARDOWN(track)
 {
 	if (self->uffd >= 0)
 		close(self->uffd);
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 #define TRACK_FOLIOS	4
@@ -963,7 +859,7 @@ FIXTURE_TEARDOWN(track)
  */
 TEST_F_TIMEOUT(track, soft_dirty, 120)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = TRACK_FOLIOS * env->folio, n = len / PSZ;
 	const size_t fpages = env->folio / PSZ;
 	struct utsname u;
@@ -1018,7 +914,7 @@ TEST_F_TIMEOUT(track, soft_dirty, 120)
  */
 TEST_F_TIMEOUT(track, uffd_wp, 120)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = TRACK_FOLIOS * env->folio, n = len / PSZ;
 	const size_t fpages = env->folio / PSZ;
 	struct uffdio_api api = { .api = UFFD_API,
@@ -1082,7 +978,7 @@ TEST_F_TIMEOUT(track, uffd_wp, 120)
 }
 
 FIXTURE(bound) {
-	struct mp_env env;
+	struct lab_env env;
 };
 
 FIXTURE_VARIANT(bound) {
@@ -1099,17 +995,17 @@ FIXTURE_VARIANT_ADD(bound, folio_2m) {
 
 FIXTURE_SETUP(bound)
 {
-	mp_setup(_metadata, &self->env, variant->folio_kb);
+	lab_env_setup(_metadata, &self->env, MP_SWITCH, variant->folio_kb, true);
 }
 
 FIXTURE_TEARDOWN(bound)
 {
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /* Fails unless writes to pages [@lo, @hi) of @p fault and the others don't. */
 static void assert_readonly(struct __test_metadata *_metadata,
-			    const struct mp_env *env, char *p, size_t n,
+			    const struct lab_env *env, char *p, size_t n,
 			    size_t lo, size_t hi, const char *what)
 {
 	size_t i;
@@ -1135,7 +1031,7 @@ static void assert_readonly(struct __test_metadata *_metadata,
  */
 TEST_F_TIMEOUT(bound, partial_ranges, 300)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, big = folio == LAB_SZ_2M;
 	const size_t nf = big ? 1 : 4, len = nf * folio, n = len / PSZ;
 	size_t f, lo, hi;
@@ -1143,7 +1039,7 @@ TEST_F_TIMEOUT(bound, partial_ranges, 300)
 	int m;
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mp_mode(_metadata, env, m);
+		lab_env_mode(_metadata, env, m);
 		p = mp_map(len, folio, 0, MAP_PRIVATE);
 		ASSERT_NE(NULL, p);
 		fill(p, n, 5 + m);
@@ -1189,14 +1085,14 @@ TEST_F_TIMEOUT(bound, partial_ranges, 300)
 }
 
 FIXTURE(pkey) {
-	struct mp_env env;
+	struct lab_env env;
 	int pkey;
 };
 
 FIXTURE_SETUP(pkey)
 {
 	self->pkey = -1;
-	mp_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
 }
 
 FIXTURE_TEARDOWN(pkey)
@@ -1205,7 +1101,7 @@ FIXTURE_TEARDOWN(pkey)
 		pkey_set(self->pkey, 0);
 		pkey_free(self->pkey);
 	}
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -1259,7 +1155,7 @@ static size_t pkey_open_pages(char *p, size_t nr, int pkey)
  */
 TEST_F_TIMEOUT(pkey, key_on_every_pte, 120)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = 4 * env->folio, n = len / PSZ;
 	long long hits;
 	size_t open;
@@ -1401,7 +1297,7 @@ static size_t mte_unchecked(char *p, size_t nr)
  * check fault on a read through the wrong tag, after the change @change.
  */
 static void mte_assert_kept(struct __test_metadata *_metadata,
-			    const struct mp_env *env, char *p, size_t nr,
+			    const struct lab_env *env, char *p, size_t nr,
 			    const char *change)
 {
 	size_t count;
@@ -1429,7 +1325,7 @@ static size_t mte_unwritable(char *p, size_t nr)
 #endif
 
 FIXTURE(mte) {
-	struct mp_env env;
+	struct lab_env env;
 	/* PR_GET_TAGGED_ADDR_CTRL before the test, or -1. */
 	long tagged_ctrl;
 };
@@ -1437,7 +1333,7 @@ FIXTURE(mte) {
 FIXTURE_SETUP(mte)
 {
 	self->tagged_ctrl = -1;
-	mp_env_init(&self->env);
+	lab_env_init(&self->env, MP_SWITCH);
 #ifdef __aarch64__
 	if (!(getauxval(AT_HWCAP2) & HWCAP2_MTE)) {
 		ASSERT_FALSE(lab_debug_kernel())
@@ -1445,7 +1341,7 @@ FIXTURE_SETUP(mte)
 			       lab_variant());
 		SKIP(return, "no MTE: the lab's default arm64 kernels have none (its debug kernels have it)");
 	}
-	mp_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
 	self->tagged_ctrl = prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0, 0, 0);
 	ASSERT_LE(0, self->tagged_ctrl)
 		TH_LOG("PR_GET_TAGGED_ADDR_CTRL: %s", strerror(errno));
@@ -1461,7 +1357,7 @@ FIXTURE_TEARDOWN(mte)
 	if (self->tagged_ctrl >= 0)
 		EXPECT_EQ(0, prctl(PR_SET_TAGGED_ADDR_CTRL, self->tagged_ctrl,
 				   0, 0, 0));
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 #define MTE_FOLIOS	16
@@ -1494,7 +1390,7 @@ FIXTURE_TEARDOWN(mte)
 TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 {
 #ifdef __aarch64__
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = MTE_FOLIOS * env->folio, n = len / PSZ;
 	size_t i, bad, count;
 	long long hits;
@@ -1561,7 +1457,7 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 #define NUMA_FOLIOS	128
 
 FIXTURE(numa) {
-	struct mp_env env;
+	struct lab_env env;
 	struct lab_knob balancing;
 	struct lab_knob delay;
 	struct lab_knob period_max;
@@ -1579,7 +1475,7 @@ static void *numa_helper(void *arg)
 
 FIXTURE_SETUP(numa)
 {
-	mp_env_init(&self->env);
+	lab_env_init(&self->env, MP_SWITCH);
 	self->balancing.valid = false;
 	self->delay.valid = false;
 	self->period_max.valid = false;
@@ -1591,7 +1487,7 @@ FIXTURE_SETUP(numa)
 		SKIP(return, "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's kernels have it)",
 		     NUMA_SYSCTL);
 	}
-	mp_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
 	mp_lookups_probe(_metadata);
 	ASSERT_EQ(0, lab_knob_save(&self->balancing, NUMA_SYSCTL));
 	ASSERT_EQ(0, lab_knob_save(&self->delay,
@@ -1608,7 +1504,7 @@ FIXTURE_TEARDOWN(numa)
 		TH_LOG("cannot restore %s", NUMA_SYSCTL);
 	EXPECT_EQ(0, lab_knob_restore(&self->delay));
 	EXPECT_EQ(0, lab_knob_restore(&self->period_max));
-	mp_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 	if (self->has_helper) {
 		pthread_cancel(self->helper);
 		pthread_join(self->helper, NULL);
@@ -1690,7 +1586,7 @@ static long long numa_wait_pass(long long want, long long *updates,
  */
 TEST_F_TIMEOUT(numa, numa_hinting, 600)
 {
-	struct mp_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t len = NUMA_FOLIOS * env->folio, n = len / PSZ;
 	const size_t per_folio = env->folio / PSZ;
 	uint64_t pfn[NUMA_FOLIOS], now_pfn;

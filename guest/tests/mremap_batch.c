@@ -44,95 +44,6 @@
 #define PSZ		4096UL
 #define WORDS		(PSZ / sizeof(uint64_t))
 
-/* What every test needs; see mb_setup(). */
-struct mb_env {
-	struct lab_thp thp;
-	struct lab_knob sw;
-	int nr_modes;
-	int pm_fd;
-	int kpf_fd;
-	size_t folio;
-	char mode[48];
-};
-
-/*
- * Saves the switch (if present) and the THP settings, opens pagemap and
- * kpageflags.  Changes nothing: the knobs are written by mb_mode() in the
- * test body, so the teardown always runs after a change.
- */
-static void mb_setup(struct __test_metadata *_metadata, struct mb_env *env,
-		     unsigned long folio_kb)
-{
-	const char *flavour = lab_flavour();
-	bool has_sw = !access(MB_SWITCH, F_OK);
-	int ret;
-
-	env->sw.valid = false;
-	env->thp.top.valid = false;
-	env->thp.nr = 0;
-	env->pm_fd = -1;
-	env->kpf_fd = -1;
-	env->folio = folio_kb * LAB_SZ_1K;
-
-	ASSERT_EQ(PSZ, (unsigned long)getpagesize())
-		TH_LOG("the test assumes 4 KiB base pages");
-	if (!strcmp(flavour, "patched")) {
-		ASSERT_TRUE(has_sw)
-			TH_LOG("patched kernel without %s", MB_SWITCH);
-	} else if (strcmp(flavour, "stock")) {
-		ksft_print_msg("LAB_FLAVOUR is %s: %s\n", flavour,
-			       has_sw ? "switch found, testing 0 and 1" :
-			       "no switch, testing the kernel as it is");
-	}
-	if (has_sw) {
-		ASSERT_EQ(0, lab_knob_save(&env->sw, MB_SWITCH));
-		env->nr_modes = 2;
-	} else {
-		env->nr_modes = 1;
-	}
-	ret = lab_thp_save(&env->thp);
-	ASSERT_EQ(0, ret) TH_LOG("saving THP settings: %s", strerror(-ret));
-
-	env->pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, env->pm_fd) TH_LOG("pagemap: %s", strerror(errno));
-	env->kpf_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, env->kpf_fd) TH_LOG("kpageflags: %s", strerror(errno));
-}
-
-static void mb_teardown(struct __test_metadata *_metadata, struct mb_env *env)
-{
-	EXPECT_EQ(0, lab_thp_restore(&env->thp))
-		TH_LOG("cannot restore the THP settings");
-	EXPECT_EQ(0, lab_knob_restore(&env->sw))
-		TH_LOG("cannot restore %s to %s", MB_SWITCH, env->sw.saved);
-	if (env->pm_fd >= 0)
-		close(env->pm_fd);
-	if (env->kpf_fd >= 0)
-		close(env->kpf_fd);
-}
-
-/* Enters mode @m: switch off (0) or on (1), or the kernel as it is. */
-static void mb_mode(struct __test_metadata *_metadata, struct mb_env *env,
-		    int m)
-{
-	char buf[16];
-	int ret;
-
-	if (env->sw.valid) {
-		ASSERT_EQ(0, lab_write_file(MB_SWITCH, m ? "1" : "0"));
-		ASSERT_LT(0, lab_read_file(MB_SWITCH, buf, sizeof(buf)));
-		ASSERT_EQ(m, atoi(buf)) TH_LOG("%s did not take %d", MB_SWITCH, m);
-		snprintf(env->mode, sizeof(env->mode), "mremap_batch=%d", m);
-	} else {
-		snprintf(env->mode, sizeof(env->mode), "no switch");
-	}
-	ret = lab_thp_only(&env->thp, env->folio / LAB_SZ_1K);
-	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s",
-				 env->folio / LAB_SZ_1K, strerror(-ret));
-	ksft_print_msg("%s, %zu kB folios\n", env->mode,
-		       env->folio / LAB_SZ_1K);
-}
-
 /*
  * Maps @len bytes of private anonymous memory with @prot at an address
  * @off bytes past a multiple of @align, as a VMA of exactly @len bytes (the
@@ -160,7 +71,7 @@ static char *map_src(struct __test_metadata *_metadata, size_t len,
 
 /* Fails unless the @nr pages at @p hold pages @first... of region @tag. */
 static void assert_pattern(struct __test_metadata *_metadata,
-			   const struct mb_env *env, const char *p,
+			   const struct lab_env *env, const char *p,
 			   size_t first, size_t nr, unsigned int tag,
 			   const char *what)
 {
@@ -177,7 +88,7 @@ static void assert_pattern(struct __test_metadata *_metadata,
 
 /* Fails unless @nr folios of exactly the wanted size are mapped at @p. */
 static void assert_folios(struct __test_metadata *_metadata,
-			  const struct mb_env *env, const char *p, size_t nr)
+			  const struct lab_env *env, const char *p, size_t nr)
 {
 	size_t f, size;
 	int ret;
@@ -203,7 +114,7 @@ static void assert_folios(struct __test_metadata *_metadata,
  * out, i.e. none was lost.
  */
 static uint64_t *pagemap_mapped(struct __test_metadata *_metadata,
-				const struct mb_env *env, const char *p,
+				const struct lab_env *env, const char *p,
 				size_t nr, const char *what)
 {
 	uint64_t *pm = malloc(nr * sizeof(*pm));
@@ -223,7 +134,7 @@ static uint64_t *pagemap_mapped(struct __test_metadata *_metadata,
 }
 
 FIXTURE(data) {
-	struct mb_env env;
+	struct lab_env env;
 };
 
 FIXTURE_VARIANT(data) {
@@ -248,12 +159,12 @@ FIXTURE_VARIANT_ADD(data, folio_2m) {
 
 FIXTURE_SETUP(data)
 {
-	mb_setup(_metadata, &self->env, variant->folio_kb);
+	lab_env_setup(_metadata, &self->env, MB_SWITCH, variant->folio_kb, false);
 }
 
 FIXTURE_TEARDOWN(data)
 {
-	mb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /* Where a case puts the destination, from a 2 MB-aligned base. */
@@ -311,7 +222,7 @@ static size_t dst_offset(enum dst_pos pos, size_t folio)
  */
 TEST_F_TIMEOUT(data, data_intact, 300)
 {
-	struct mb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, len = variant->nr_folios * folio;
 	const size_t area = len + 4 * LAB_SZ_2M;
 	const struct move_case *mc;
@@ -323,7 +234,7 @@ TEST_F_TIMEOUT(data, data_intact, 300)
 	int m;
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mb_mode(_metadata, env, m);
+		lab_env_mode(_metadata, env, m);
 		for (c = 0; c < ARRAY_SIZE(move_cases); c++) {
 			mc = &move_cases[c];
 			tag = 1 + m * 16 + c;
@@ -400,7 +311,7 @@ TEST_F_TIMEOUT(data, data_intact, 300)
 }
 
 FIXTURE(mech) {
-	struct mb_env env;
+	struct lab_env env;
 };
 
 LAB_KERNEL_VARIANTS(mech);
@@ -408,7 +319,7 @@ LAB_KERNEL_VARIANTS(mech);
 /*
  * Skips variants of the other flavour (LAB_FLAVOUR must be stock or
  * patched), checks that the switch exists exactly on patched, and saves
- * the settings mb_mode() changes.
+ * the settings lab_env_mode() changes.
  */
 FIXTURE_SETUP(mech)
 {
@@ -424,12 +335,12 @@ FIXTURE_SETUP(mech)
 	ASSERT_EQ(variant->value >= 0, lab_path_exists(MB_SWITCH))
 		TH_LOG("%s %s on the %s kernel", MB_SWITCH,
 		       variant->value >= 0 ? "missing" : "present", fl);
-	mb_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MB_SWITCH, 64, false);
 }
 
 FIXTURE_TEARDOWN(mech)
 {
-	mb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 #define MECH_FOLIOS	16
@@ -452,7 +363,7 @@ FIXTURE_TEARDOWN(mech)
  */
 TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 {
-	struct mb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, len = MECH_FOLIOS * folio;
 	long long h0, h1, hits = 0;
 	char *src, *dst, *ret;
@@ -468,7 +379,7 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 	err = lab_kprobe_add("mb_unfold", "__contpte_try_unfold");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on __contpte_try_unfold: %s",
 				 strerror(-err));
-	mb_mode(_metadata, env, variant->value > 0);
+	lab_env_mode(_metadata, env, variant->value > 0);
 
 	/* Half a PMD into a 2 MB region: 1 MB never spans a whole PMD. */
 	src = map_src(_metadata, len, LAB_SZ_2M, LAB_SZ_2M / 4);
@@ -509,7 +420,7 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 }
 
 FIXTURE(wprot) {
-	struct mb_env env;
+	struct lab_env env;
 	pid_t child;
 };
 
@@ -528,7 +439,7 @@ FIXTURE_VARIANT_ADD(wprot, folio_128k) {
 FIXTURE_SETUP(wprot)
 {
 	self->child = -1;
-	mb_setup(_metadata, &self->env, variant->folio_kb);
+	lab_env_setup(_metadata, &self->env, MB_SWITCH, variant->folio_kb, false);
 }
 
 FIXTURE_TEARDOWN(wprot)
@@ -537,7 +448,7 @@ FIXTURE_TEARDOWN(wprot)
 		kill(self->child, SIGKILL);
 		waitpid(self->child, NULL, 0);
 	}
-	mb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /* What the child reports: the first page of its half that changed, or -1. */
@@ -589,7 +500,7 @@ static void __attribute__((noreturn)) wprot_child(const char *p, size_t first,
 TEST_F_TIMEOUT(wprot, write_protect_not_widened, 300)
 {
 	static const size_t dst_offs[] = { 0, PSZ };
-	struct mb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, n = folio / PSZ, half = n / 2;
 	size_t d, i, inplace_ro, copied_rw, first_ro, first_rw;
 	int go[2], rep_pipe[2], status, m;
@@ -600,7 +511,7 @@ TEST_F_TIMEOUT(wprot, write_protect_not_widened, 300)
 	uint64_t *pm;
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mb_mode(_metadata, env, m);
+		lab_env_mode(_metadata, env, m);
 		for (d = 0; d < ARRAY_SIZE(dst_offs); d++) {
 			tag = 1 + m * 16 + d * 2;
 			tag2 = tag + 1;
@@ -706,21 +617,21 @@ TEST_F_TIMEOUT(wprot, write_protect_not_widened, 300)
 }
 
 FIXTURE(track) {
-	struct mb_env env;
+	struct lab_env env;
 	int uffd;
 };
 
 FIXTURE_SETUP(track)
 {
 	self->uffd = -1;
-	mb_setup(_metadata, &self->env, 64);
+	lab_env_setup(_metadata, &self->env, MB_SWITCH, 64, false);
 }
 
 FIXTURE_TEARDOWN(track)
 {
 	if (self->uffd >= 0)
 		close(self->uffd);
-	mb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 #define TRACK_FOLIOS	4
@@ -738,7 +649,7 @@ FIXTURE_TEARDOWN(track)
 TEST_F_TIMEOUT(track, soft_dirty_survives, 120)
 {
 	static const size_t dst_offs[] = { 0, PSZ };
-	struct mb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, len = TRACK_FOLIOS * folio;
 	const size_t n = len / PSZ, half = folio / PSZ / 2;
 	char *src, *area, *dst, *ret;
@@ -754,7 +665,7 @@ TEST_F_TIMEOUT(track, soft_dirty_survives, 120)
 		SKIP(return, "no soft-dirty on %s in 6.12", u.machine);
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mb_mode(_metadata, env, m);
+		lab_env_mode(_metadata, env, m);
 		for (d = 0; d < ARRAY_SIZE(dst_offs); d++) {
 			tag = 1 + m * 16 + d;
 			/* One more page, never touched: a hole in the move. */
@@ -903,7 +814,7 @@ static int try_write(volatile uint64_t *w, uint64_t val)
 TEST_F_TIMEOUT(track, uffd_wp_survives, 120)
 {
 	static const size_t dst_offs[] = { 0, PSZ };
-	struct mb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	const size_t folio = env->folio, len = TRACK_FOLIOS * folio;
 	const size_t n = len / PSZ, half = folio / PSZ / 2;
 	size_t d, i, h, bad_bits, bad_wr, first_bits, first_wr;
@@ -938,7 +849,7 @@ TEST_F_TIMEOUT(track, uffd_wp_survives, 120)
 	ASSERT_EQ(0, sigaction(SIGBUS, &sa, &old_sa));
 
 	for (m = 0; m < env->nr_modes; m++) {
-		mb_mode(_metadata, env, m);
+		lab_env_mode(_metadata, env, m);
 		for (d = 0; d < ARRAY_SIZE(dst_offs); d++) {
 			tag = 1 + m * 16 + d;
 			src = map_src(_metadata, len, folio, 0);
