@@ -109,3 +109,27 @@ def test_the_load_runs_whole_rounds():
     assert _rounds(120, 60, [111, 62]) == [60, 60]
     assert _rounds(120, 60, [61, 61]) == [60, 60]
     assert _rounds(120, 60, [130]) == [60]
+
+
+def test_the_load_boots_the_patched_debug_kernel_with_its_disks(monkeypatch, tmp_path):
+    """run_load() hands run.boot() one BootSpec: the patched kernel of the
+    variant, the harden plan, 2 GB of swap and XFS, a timeout past the load."""
+    from lab.commands import harden
+    from lab.core.tally import Tally
+    from lab.guest import run
+    seen = []
+
+    def boot(spec, echo=None):
+        seen.append(spec)
+        c = tmp_path / "console.log"
+        c.write_text("LAB-READY: 6.12\nLAB-EXIT: 0\n")
+        return run.Boot(c, 0, True, False, 1.0, plan=spec.plan)
+
+    monkeypatch.setattr(harden.run, "boot", boot)
+    monkeypatch.setattr(harden.build, "image_path", lambda *a: tmp_path / "Image")
+    harden.run_load(Tally(), "arm64", "nosplit", 60, 30)
+    (spec,) = seen
+    assert isinstance(spec, run.BootSpec) and spec.arch == "arm64"
+    assert spec.kernel == tmp_path / "Image" and "/lab/harden.sh 60 30" in spec.plan
+    assert (spec.swap_mb, spec.xfs_mb, spec.timeout) == (2048, 2048, 2 * 60 + 1800)
+    assert spec.env["LAB_VARIANT"] == "nosplit" and spec.name.endswith("harden-60s")
