@@ -243,49 +243,55 @@ def _upstream_entry(prog, scale, extra=()):
 # access flag).  'lab test' prints both tables with its summary.
 ARCH_LEFT_OUT = {
     "x86_64": {
-        "mprotect_batch": (("contpte_unfolds", "halves_then_whole", "half_back_then_whole"),
-                           "x86_64 has no contiguous PTEs: nothing to unfold or fold"),
-        "mremap_batch": (("contpte_unfolds",),
-                         "x86_64 has no contiguous PTEs: move_ptes() never batches there"),
-        "read_batch": (("contpte_reads", "mincore_visits", "smaps_and_mlock",
-                        "mincore_vector", "fold_race"),
-                       "x86_64 has no contiguous PTEs: no contpte_ptep_get(), and "
-                       "contpte_early_exit and mincore_batch are not built there"),
-        "reclaim_batch": (("mglru_look_around_calls",),
-                          "x86_64 has no contiguous PTEs: the look-around's batch and "
-                          "single PTEs make the same calls"),
+        "mprotect_batch": [(("contpte_unfolds", "halves_then_whole", "half_back_then_whole"),
+                            "x86_64 has no contiguous PTEs: nothing to unfold or fold"),
+                           (("tags_on_every_pte",), "MTE is arm64's")],
+        "mremap_batch": [(("contpte_unfolds",),
+                          "x86_64 has no contiguous PTEs: move_ptes() never batches there")],
+        "read_batch": [(("contpte_reads", "mincore_visits", "smaps_and_mlock",
+                         "mincore_vector", "fold_race"),
+                        "x86_64 has no contiguous PTEs: no contpte_ptep_get(), and "
+                        "contpte_early_exit and mincore_batch are not built there")],
+        "reclaim_batch": [(("mglru_look_around_calls",),
+                           "x86_64 has no contiguous PTEs: the look-around's batch and "
+                           "single PTEs make the same calls")],
     },
     "arm64": {
-        "mprotect_batch": (("soft_dirty", "key_on_every_pte"),
-                           "arm64 has neither a soft-dirty PTE bit nor protection keys "
-                           "in 6.12"),
-        "mremap_batch": (("soft_dirty_survives",),
-                         "arm64 has no soft-dirty PTE bit in 6.12"),
+        "mprotect_batch": [(("soft_dirty", "key_on_every_pte"),
+                            "arm64 has neither a soft-dirty PTE bit nor protection keys "
+                            "in 6.12")],
+        "mremap_batch": [(("soft_dirty_survives",),
+                          "arm64 has no soft-dirty PTE bit in 6.12")],
     },
 }
 BOOT_LEFT_OUT = {
-    "tests": {"read_batch": (("mbind_move",), "needs two NUMA nodes: the numa boot runs it")},
-    "cortex-a72": {"reclaim_batch": (("mglru_walk_calls",),
-                                     "Cortex-A72 has no hardware access flag, without which "
-                                     "MGLRU does not walk page tables: the main boots run it")},
+    "tests": {"read_batch": [(("mbind_move",),
+                              "needs two NUMA nodes: the numa boot runs it")]},
+    "cortex-a72": {"reclaim_batch": [(("mglru_walk_calls",),
+                                      "Cortex-A72 has no hardware access flag, without "
+                                      "which MGLRU does not walk page tables: the main "
+                                      "boots run it")]},
 }
+
+
+def _left_out_tables(arch_name, boot):
+    return (ARCH_LEFT_OUT.get(arch_name, {}), BOOT_LEFT_OUT.get(boot, {}))
 
 
 def left_out(arch_name, prog, boot="tests"):
     """The test names of own program prog that arch_name's plans for boot
-    leave out (ARCH_LEFT_OUT, BOOT_LEFT_OUT)."""
-    names = ARCH_LEFT_OUT.get(arch_name, {}).get(prog, ((), ""))[0]
-    return tuple(names) + BOOT_LEFT_OUT.get(boot, {}).get(prog, ((), ""))[0]
+    leave out (ARCH_LEFT_OUT, BOOT_LEFT_OUT: {arch or boot: {program:
+    [(test names, why)]}})."""
+    return tuple(n for table in _left_out_tables(arch_name, boot)
+                 for names, _ in table.get(prog, ()) for n in names)
 
 
 def left_out_lines(arch_name, boot="tests"):
     """One line per program and reason of what arch_name's plans for boot
     leave out, for the run's summary."""
-    out = []
-    for table in (ARCH_LEFT_OUT.get(arch_name, {}), BOOT_LEFT_OUT.get(boot, {})):
-        for prog, (names, why) in sorted(table.items()):
-            out.append(f"{prog}: {', '.join(names)} ({why})")
-    return out
+    return [f"{prog}: {', '.join(names)} ({why})"
+            for table in _left_out_tables(arch_name, boot)
+            for prog, entries in sorted(table.items()) for names, why in entries]
 
 
 def _own_entry(arch_name, prog, scale, boot="tests"):
