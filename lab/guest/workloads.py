@@ -256,6 +256,24 @@ FILE_METRICS = [("pgsteal_file", "vmstat", "pgsteal_file"),
                 ("pgscan_file", "vmstat", "pgscan_file")]
 
 
+def _mremap(name, what, thp, kb, iters, seed, metrics=(), **kw):
+    """A workload of the seed 001 program (guest/bench/mremap.c): @kb of
+    memory in folios of @thp, written, moved and unmapped @iters times
+    (a tenth of them with --quick); the mremap() calls are timed alone."""
+    return Workload(
+        name=name,
+        what=what,
+        modes=_onoff("mremap_batch"),
+        thp=thp,
+        argv=["/lab/bench/mremap", str(kb), str(iters)],
+        quick=["/lab/bench/mremap", str(kb), str(iters // 10)],
+        scale=f"{iters} iterations",
+        quick_scale=f"{iters // 10} iterations",
+        seed=seed,
+        metrics=[MREMAP_CALLS] + list(metrics),
+        **kw)
+
+
 # the mprotect() calls alone, timed around each pair of calls in the guest
 # program (shown, not held to the switch-off-against-stock check)
 MPROTECT_CALLS = ("mprotect() calls alone (ns, instruction-time)", "metrics",
@@ -415,41 +433,15 @@ WORKLOADS = [
                  ("function-call IPIs (x86)", "irq", "CAL", False),
                  ("TLB shootdowns (x86)", "irq", "TLB", False),
                  ("IPI1 function call (arm64)", "irq", "IPI1", False)]),
-    Workload(
-        name="mremap-64k",
-        what="seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
-        modes=_onoff("mremap_batch"),
-        thp="64kB",
-        argv=["/lab/bench/mremap", "1024", "10000"],
-        quick=["/lab/bench/mremap", "1024", "1000"],
-        scale="10000 iterations",
-        quick_scale="1000 iterations",
-        seed=MREMAP_SEED,
-        metrics=[MREMAP_CALLS, ("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
-        mechanisms=[UNFOLD, FOLD],
-        seed_ratio={"arm64": 1.2 / 1.9}),
-    Workload(
-        name="mremap-4k",
-        what="seed 001 program with 4 KB pages only",
-        modes=_onoff("mremap_batch"),
-        thp="none",
-        argv=["/lab/bench/mremap", "1024", "10000"],
-        quick=["/lab/bench/mremap", "1024", "1000"],
-        scale="10000 iterations",
-        quick_scale="1000 iterations",
-        seed="no regression",
-        metrics=[MREMAP_CALLS]),
-    Workload(
-        name="mremap-2m",
-        what="seed 001 program on 2 MB, PMD-mapped THP",
-        modes=_onoff("mremap_batch"),
-        thp="2048kB",
-        argv=["/lab/bench/mremap", "2048", "5000"],
-        quick=["/lab/bench/mremap", "2048", "500"],
-        scale="5000 iterations",
-        quick_scale="500 iterations",
-        seed="no regression",
-        metrics=[MREMAP_CALLS, ("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
+    _mremap("mremap-64k", "seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
+            "64kB", 1024, 10000, MREMAP_SEED,
+            [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+            mechanisms=[UNFOLD, FOLD], seed_ratio={"arm64": 1.2 / 1.9}),
+    _mremap("mremap-4k", "seed 001 program with 4 KB pages only", "none", 1024, 10000,
+            "no regression"),
+    _mremap("mremap-2m", "seed 001 program on 2 MB, PMD-mapped THP", "2048kB", 2048,
+            5000, "no regression",
+            [("2 MB THP faulted", "mthp", "2048kB/anon_fault_alloc")]),
     _mprotect("mprotect-64k", "mprotect() batching: 256 MB of 64 KB folios, "
               "PROT_READ and back, 40 times", "64kB", "private",
               "arm64 M3: 2.0 s -> 0.7 s (-65%); x86: 3.7 s -> 3.7 s",
