@@ -503,7 +503,7 @@ WORKLOADS = [
     Workload(
         name="file-reclaim",
         what="seed 000: map clean XFS large folios in a memcg, "
-"memory.reclaim 80%",
+             "memory.reclaim 80%",
         modes=FILE_MODES,
         lru="classic",
         argv=["/lab/bench/filereclaim", "1024", "80"],
@@ -540,7 +540,7 @@ WORKLOADS = [
     Workload(
         name="dirty-reclaim",
         what="seed 002: stress-ng --vm in a memcg whose memory.high is a "
-"quarter of its working set, swap on a RAM disk",
+             "quarter of its working set, swap on a RAM disk",
         modes=_onoff("reclaim_tlb_batch"),
         **DIRTY_SETUP,
         argv=["/lab/bench/dirtyreclaim", "2", "512", "400"],
@@ -554,8 +554,8 @@ WORKLOADS = [
     Workload(
         name="dirty-reclaim-1w",
         what="seed 002 with one worker: reclaim work repeats "
-"exactly, so the measured phase is the worker's CPU time "
-"(instructions, throttling sleeps excluded)",
+             "exactly, so the measured phase is the worker's CPU time "
+             "(instructions, throttling sleeps excluded)",
         modes=_onoff("reclaim_tlb_batch"),
         **DIRTY_SETUP,
         argv=["/lab/bench/dirtyreclaim", "1", "256", "200", "cpu"],
@@ -574,8 +574,8 @@ WORKLOADS = [
     Workload(
         name="dirty-reclaim-8cpu",
         what="seed 002 at 8 vCPUs, one stress-ng --vm worker per "
-"vCPU: under -icount the vCPUs take turns on one host thread, so every "
-"remote CPU's flush and IPI handler is counted in instruction-time",
+             "vCPU: under -icount the vCPUs take turns on one host thread, so every "
+             "remote CPU's flush and IPI handler is counted in instruction-time",
         modes=_onoff("reclaim_tlb_batch"),
         **DIRTY_SETUP,
         argv=["/lab/bench/dirtyreclaim", "8", "512", "800"],
@@ -592,8 +592,8 @@ WORKLOADS = [
     Workload(
         name="dirty-reclaim-1cpu",
         what="seed 002 on one vCPU, to see whether its runs repeat "
-"there (measured: they vary as on 2 vCPUs); no remote flush to save, only "
-"local ones",
+             "there (measured: they vary as on 2 vCPUs); no remote flush to save, only "
+             "local ones",
         modes=_onoff("reclaim_tlb_batch"),
         **DIRTY_SETUP,
         argv=["/lab/bench/dirtyreclaim", "2", "512", "400"],
@@ -624,8 +624,8 @@ WORKLOADS = [
     Workload(
         name="fault-latency",
         what="seed 002's risk: one thread dirties anonymous memory in a "
-"memcg whose memory.high is a quarter of it, swap on zram, while another "
-"times each store to one of its own pages that reclaim swapped out",
+             "memcg whose memory.high is a quarter of it, swap on zram, while another "
+             "times each store to one of its own pages that reclaim swapped out",
         modes=_onoff("reclaim_tlb_batch"),
         **FAULTLAT_SETUP,
         argv=["/lab/bench/faultlat", "256", "16", "64", "2"],
