@@ -20,6 +20,12 @@ NOT_COUNTED = (
 )
 
 
+def skip_reason(detail):
+    """The reason of a skip row: its message without the case it names in
+    parentheses ("need more free huge pages (... hugetlb (1048576 kB))")."""
+    return detail.split(" (")[0]
+
+
 def info_path(rows_path):
     """Where Tally.save() puts the run's commit and time for its rows."""
     return rows_path.with_name(rows_path.stem + ".info")
@@ -73,7 +79,7 @@ class Tally:
         """': N <reason>; ...' for the skips, most frequent first; a
         reason is a skip's message without the case it names in
         parentheses."""
-        reasons = Counter(d.split(" (")[0] for s, _, d in self.rows if s == "skip")
+        reasons = Counter(skip_reason(d) for s, _, d in self.rows if s == "skip")
         return "".join((": " if i == 0 else "; ") + f"{n} {r}"
                        for i, (r, n) in enumerate(reasons.most_common()))
 

@@ -9,9 +9,10 @@ markers.  A host test fails when the README's sentence is not the one the
 stored summary makes, so the README cannot state counts no run produced.
 """
 
-import json
 import re
 from collections import Counter
+
+from ..core.tally import skip_reason
 
 BEGIN = "<!-- test-summary: made by 'lab report --tests'; do not edit -->"
 END = "<!-- /test-summary -->"
@@ -20,10 +21,10 @@ END = "<!-- /test-summary -->"
 def summarize(rows, commit, when, took):
     """The summary of a run's rows ([{"status", "name", "detail"}]): counts
     by status, skips by reason (a skip's message without the case it names
-    in parentheses, as Tally.skip_reasons()), the commit it ran, when and
+    in parentheses, tally.skip_reason()), the commit it ran, when and
     how long it took (strings)."""
     by = Counter(r["status"] for r in rows)
-    reasons = Counter(r["detail"].split(" (")[0] for r in rows if r["status"] == "skip")
+    reasons = Counter(skip_reason(r["detail"]) for r in rows if r["status"] == "skip")
     return {"commit": commit, "when": when, "time": took,
             "passed": by["pass"], "failed": by["fail"], "skipped": by["skip"],
             "not_counted": {s: by[s] for s in ("variant", "xfail", "stockfail", "flaky")
@@ -50,7 +51,3 @@ def replace_block(text, block):
     if not pat.search(text):
         raise ValueError("no test-summary block (its BEGIN and END markers)")
     return pat.sub(lambda m: block, text, count=1)
-
-
-def load(path):
-    return json.loads(path.read_text())
