@@ -173,7 +173,7 @@ static inline void lab_env_setup(struct __test_metadata *_metadata,
 	int ret;
 
 	lab_env_init(env, switch_path);
-	env->folio = folio_kb * 1024;
+	env->folio = folio_kb * LAB_SZ_1K;
 
 	ASSERT_EQ(4096UL, (unsigned long)getpagesize())
 		TH_LOG("the test assumes 4 KiB base pages");
@@ -254,12 +254,12 @@ static inline void lab_env_mode(struct __test_metadata *_metadata,
 	} else {
 		snprintf(env->mode, sizeof(env->mode), "no switch");
 	}
-	ret = lab_thp_only(&env->thp, env->folio / 1024);
-	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s", env->folio / 1024,
+	ret = lab_thp_only(&env->thp, env->folio / LAB_SZ_1K);
+	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s", env->folio / LAB_SZ_1K,
 				 strerror(-ret));
 	if (env->shmem.valid)
 		ASSERT_EQ(0, lab_write_file(env->shmem.path, "always"));
-	ksft_print_msg("%s, %zu kB folios\n", env->mode, env->folio / 1024);
+	ksft_print_msg("%s, %zu kB folios\n", env->mode, env->folio / LAB_SZ_1K);
 }
 
 #endif /* LAB_TEST_H */
