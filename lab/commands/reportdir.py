@@ -15,6 +15,7 @@ from ..core import config
 from ..core.tally import info_path
 from ..core.util import LabError, say
 from ..guest import workloads
+from ..outputs import headline
 from ..outputs import history as history_md
 from ..outputs import report, testsummary
 from . import here
@@ -41,13 +42,17 @@ def report_dir(outdir):
 
 def history():
     """'lab report --history': each stored measurement's report again, then
-    docs/results.md from them all (lab.outputs.history)."""
+    docs/results.md from them all (lab.outputs.history) and the README's
+    headline tables from those headline.toml names (lab.outputs.headline)."""
     results = config.REPO / "docs" / "results"
     for d in history_md.entries(results):
         report_dir(d)
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
-    say(f"wrote {out}")
+    readme = config.REPO / "README.md"
+    readme.write_text(headline.replace_block(readme.read_text(),
+                                             headline.readme_block(results)))
+    say(f"wrote {out} and the headline tables of {readme}")
 
 
 def tests(rows_file=None):

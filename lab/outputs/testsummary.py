@@ -9,10 +9,10 @@ markers.  A host test fails when the README's sentence is not the one the
 stored summary makes, so the README cannot state counts no run produced.
 """
 
-import re
 from collections import Counter
 
 from ..core.tally import skip_reason
+from . import blocks
 
 BEGIN = "<!-- test-summary: made by 'lab report --tests'; do not edit -->"
 END = "<!-- /test-summary -->"
@@ -47,7 +47,4 @@ def readme_block(s):
 def replace_block(text, block):
     """text with its BEGIN..END block replaced by block (ValueError if it has
     none)."""
-    pat = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
-    if not pat.search(text):
-        raise ValueError("no test-summary block (its BEGIN and END markers)")
-    return pat.sub(lambda m: block, text, count=1)
+    return blocks.replace(text, BEGIN, END, block, "test-summary")

@@ -1,0 +1,193 @@
+"""Headline: the README's result tables, computed from stored runs.
+
+docs/results/headline.toml declares which stored measurement (a directory
+of docs/results/ with its runs.json) gives each figure of each series;
+this module computes the figures from those runs with stats.py's
+functions (median, ± half the min-max spread, change against switch
+off, the switch-off-against-stock check) and makes two Markdown tables:
+the gains, and the controls where a series cannot batch.  'lab report
+--history' puts them into README.md between BEGIN and END; a host test
+fails when the README's tables are not the ones the declarations make.
+"""
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.util import LabError
+from ..guest import workloads
+from . import blocks, history, stats, tables
+
+BEGIN = "<!-- headline: made by 'lab report --history' from docs/results/headline.toml; do not edit -->"
+END = "<!-- /headline -->"
+DECLARATIONS = "headline.toml"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Figure:
+    """One figure of a series: a measure of a workload on an arch, from the
+    runs of a stored measurement, switch off against mode."""
+    series: str
+    arch: str
+    results: str
+    workload: str
+    measure: str = "time"
+    label: str = ""
+    mode: str = "on"
+    control: bool = False
+
+
+def declared(results_dir):
+    """([(series name, switch, upstream)], [Figure]) of headline.toml; a
+    LabError for a key it does not know."""
+    path = Path(results_dir) / DECLARATIONS
+    data = tomllib.loads(path.read_text())
+    series, figures = [], []
+    for s in data.get("series", []):
+        series.append((s["name"], s["switch"], s.get("upstream", "")))
+        for f in s.get("figure", []):
+            try:
+                figures.append(Figure(series=s["name"], **f))
+            except TypeError as e:
+                raise LabError(f"{path}: series {s['name']}: {e}") from None
+    return series, figures
+
+
+def _runs(results_dir, name, cache):
+    if name not in cache:
+        d = Path(results_dir) / name
+        if not (d / "runs.json").is_file():
+            raise LabError(f"{d}/runs.json not found: headline.toml names a "
+                           "measurement that is not stored")
+        cache[name] = history.load(d)[0]
+    return cache[name]
+
+
+def _values(runs, fig, flavour, mode):
+    """The figure's values in the runs of a kernel flavour and mode: one per
+    measured run, or for a kprobe count the probe run's."""
+    source, _, key = fig.measure.partition(".")
+    probe = source == "kprobe"
+    group = stats.summarize(runs, probe=probe).get(
+        (fig.arch, fig.workload, flavour, mode), [])
+    if probe:
+        return [r.get("kprobe", {})[key] for r in group[:1] if key in r.get("kprobe", {})]
+    if fig.measure == "time":
+        return [stats.instr_time(r) for r in group]
+    return [stats.value(r, source, key) for r in group]
+
+
+def _label(fig):
+    if fig.label:
+        return fig.label
+    if fig.measure == "time":
+        return "instruction-time"
+    source, _, key = fig.measure.partition(".")
+    w = workloads.BY_NAME[fig.workload]
+    for label, src, k, *_ in w.metrics:
+        if (src, k) == (source, key):
+            return label
+    return key
+
+
+def _fmt(fig, st):
+    """A median with its spread: a time in s, ms or ns, a count as is."""
+    if not st:
+        return "-"
+    med, spread, n = st
+    timed = fig.measure == "time" or fig.measure.endswith("_ns")
+    if timed and med >= 1e8:
+        text = f"{med / 1e9:.4f} s"
+    elif timed and med >= 1e5:
+        text = f"{med / 1e6:.2f} ms"
+    else:
+        text = f"{med:,.0f}" + (" ns" if timed else "")
+    if n < 2:
+        return text + " (one run)"
+    return text + f" ±{spread * 50:.2f}%"
+
+
+def _off_vs_stock(runs, fig):
+    """The bench's switch-off-against-stock verdict of the workload's time
+    (tables.off_vs_stock), short: only a time figure has one."""
+    if fig.measure != "time":
+        return ""
+    w = workloads.BY_NAME[fig.workload]
+    text, ok = tables.off_vs_stock(stats.summarize(runs), fig.arch, w)
+    if text == "not measured":
+        return text
+    dt = text.split(";")[0].split()[-1]
+    if ok is None:
+        vary = re.search(r"runs vary by \d+%", text)
+        return f"no verdict ({dt}; {vary.group(0) if vary else 'one run'})"
+    return ("OK" if ok else "DIFFERS") + f" ({dt})"
+
+
+def _when(name, runs):
+    scale = "quick" if any(r.get("quick") for r in runs) else "full"
+    return f"{name[:10]}, {scale}"
+
+
+def _row(results_dir, fig, cache):
+    if fig.workload not in workloads.BY_NAME:
+        raise LabError(f"headline.toml: {fig.workload} is not a workload of this lab")
+    runs = _runs(results_dir, fig.results, cache)
+    off = stats.stats(_values(runs, fig, "patched", "off"))
+    on = stats.stats(_values(runs, fig, "patched", fig.mode))
+    if not off or not on:
+        raise LabError(f"headline.toml: {fig.results} has no {fig.arch} "
+                       f"{fig.workload} runs of {fig.measure} with the switch off "
+                       f"and {fig.mode}")
+    what = f"{fig.workload}: {_label(fig)}" + (f" ({fig.mode})" if fig.mode != "on" else "")
+    return (f"| {fig.arch} | {what} | {_fmt(fig, off)} | {_fmt(fig, on)} | "
+            f"{stats.change(off, on)} | {_off_vs_stock(runs, fig)} | "
+            f"[{_when(fig.results, runs)}](docs/results/{fig.results}/report.md) |")
+
+
+def _table(results_dir, series, figures, cache, upstream):
+    head = "| series | switch | arch | workload: measure | switch off | switch on | change " \
+           "| switch off vs stock | measured |" + (" upstream |" if upstream else "")
+    rule = "|---" * (9 + upstream) + "|"
+    rows = [head, rule]
+    for name, switch, up in series:
+        mine = [f for f in figures if f.series == name]
+        for i, fig in enumerate(mine):
+            first = i == 0
+            row = (f"| {name if first else ''} | {f'`{switch}`' if first else ''} "
+                   + _row(results_dir, fig, cache))
+            rows.append(row + (f" {up if first else ''} |" if upstream else ""))
+    return "\n".join(rows)
+
+
+def readme_block(results_dir):
+    """The README's headline lines: the gains (with upstream's figures
+    beside them) and the controls, each figure computed from its runs."""
+    series, figures = declared(results_dir)
+    cache = {}
+    gains = _table(results_dir, series, [f for f in figures if not f.control], cache, 1)
+    controls = _table(results_dir, series, [f for f in figures if f.control], cache, 0)
+    return "\n".join([
+        BEGIN,
+        "Each figure is the median of the runs of one mode, ± half their min-max "
+        "spread; times are instruction-time (guest time under QEMU `-icount`, 1 ns "
+        "per guest instruction, independent of the host); the change is switch "
+        "off -> on, same kernel, same boot, and '(noise)' when it is within the "
+        "larger spread; 'switch off vs stock' is the bench's check of the "
+        f"workload's time (OK within {stats.OFF_VS_STOCK_TOLERANCE:.0%}). Upstream's "
+        "figures were measured on real hardware at a larger scale: compare "
+        "direction and rough size, not values.",
+        "",
+        gains,
+        "",
+        "Where a series cannot batch (small folios, mixed layouts, old entries, "
+        "moves whose time is the copy), it should cost nothing:",
+        "",
+        controls,
+        END])
+
+
+def replace_block(text, block):
+    """text with its headline block replaced by block (ValueError if it has
+    none)."""
+    return blocks.replace(text, BEGIN, END, block, "headline")

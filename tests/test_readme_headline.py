@@ -1,0 +1,85 @@
+"""The README's result tables are made from stored runs
+(docs/results/headline.toml, 'lab report --history'), never typed, and
+the README states no measured change or time outside the blocks the lab
+makes."""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from lab.core import config
+from lab.core.util import LabError
+from lab.outputs import blocks, headline, testsummary
+
+RESULTS = config.REPO / "docs" / "results"
+# a measured change (signed percentage) or a measured time
+MEASURED = re.compile(r"[+\-\u2212]\d[\d.,]*\s?%|\b\d[\d.,]*\s?(?:s|ms|ns|us|M ns)\b")
+
+
+def test_the_readme_states_the_tables_the_stored_runs_make():
+    readme = (config.REPO / "README.md").read_text()
+    assert headline.readme_block(RESULTS) in readme
+
+
+def test_no_measured_figure_outside_the_blocks_the_lab_makes():
+    readme = (config.REPO / "README.md").read_text()
+    rest = blocks.outside(readme, (headline.BEGIN, headline.END),
+                          (testsummary.BEGIN, testsummary.END))
+    assert MEASURED.findall(rest) == []
+    # the check itself sees a typed figure
+    assert MEASURED.findall("mlock -32.5% and 0.2112 s") == ["-32.5%", "0.2112 s"]
+
+
+def _copy(tmp_path, toml):
+    """A results directory with one stored measurement and toml as its
+    declarations."""
+    src = RESULTS / "2026-11-27-1524-mprotect-numa-quick"
+    shutil.copytree(src, tmp_path / src.name)
+    (tmp_path / headline.DECLARATIONS).write_text(toml)
+    return tmp_path, src.name
+
+
+FIG = """[[series]]
+name = "mprotect"
+switch = "mprotect_batch"
+upstream = "x"
+  [[series.figure]]
+  arch = "arm64"
+  results = "2026-11-27-1524-mprotect-numa-quick"
+  workload = "mprotect-numa"
+"""
+
+
+def test_a_figure_follows_its_runs(tmp_path):
+    d, name = _copy(tmp_path, FIG)
+    row = [line for line in headline.readme_block(d).splitlines()
+           if "mprotect-numa:" in line][0]
+    assert "-69.6%" in row and "OK (-1.26%)" in row
+    runs = json.loads((d / name / "runs.json").read_text())
+    for r in runs:
+        if r["arch"] == "arm64" and r["workload"] == "mprotect-numa" and r["mode"] == "on":
+            r["metrics"]["time_ns"] *= 2
+    (d / name / "runs.json").write_text(json.dumps(runs))
+    assert "-69.6%" not in headline.readme_block(d)
+
+
+@pytest.mark.parametrize("change, message", [
+    (("2026-11-27-1524-mprotect-numa-quick", "2026-01-01-missing"), "not stored"),
+    (('workload = "mprotect-numa"', 'workload = "no-such"'), "not a workload"),
+    (('workload = "mprotect-numa"', 'workload = "mprotect-numa"\n  colour = "red"'),
+     "colour"),
+    (('arch = "arm64"', 'arch = "riscv64"'), "has no riscv64"),
+])
+def test_a_declaration_that_names_nothing_is_an_error(tmp_path, change, message):
+    d, _ = _copy(tmp_path, FIG.replace(*change))
+    with pytest.raises(LabError, match=message):
+        headline.readme_block(d)
+
+
+def test_the_block_is_replaced_whole():
+    text = "a\n" + headline.BEGIN + "\nold\n" + headline.END + "\nb"
+    assert headline.replace_block(text, "new") == "a\nnew\nb"
+    with pytest.raises(ValueError, match="headline"):
+        headline.replace_block("no markers", "x")
