@@ -132,7 +132,7 @@ struct lab_env {
  * lab_env_init() - mark everything lab_env_teardown() would restore or
  * close as not taken yet
  * @env: the test's
- * @switch_path: the test's switch
+ * @switch_path: the test's switch (NULL: lab_env_setup() names it)
  *
  * For a fixture's setup that may skip before lab_env_setup(): its
  * teardown runs all the same.
@@ -220,7 +220,7 @@ static inline void lab_env_teardown(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, lab_knob_restore(&env->shmem))
 		TH_LOG("cannot restore %s", env->shmem.path);
 	EXPECT_EQ(0, lab_knob_restore(&env->sw))
-		TH_LOG("cannot restore %s to %s", env->switch_path,
+		TH_LOG("cannot restore %s to %s", env->sw.path,
 		       env->sw.saved);
 	if (env->pm_fd >= 0)
 		close(env->pm_fd);
@@ -229,11 +229,34 @@ static inline void lab_env_teardown(struct __test_metadata *_metadata,
 }
 
 /**
+ * lab_env_switch() - set the test's switch and read it back
+ * @_metadata: the harness's test
+ * @env: set up by lab_env_setup() on a kernel that shows the switch
+ * @m: 0 or 1
+ *
+ * Changes the switch only, for a test that compares both values on the
+ * same memory; lab_env_mode() also sets the folio size.
+ */
+static inline void lab_env_switch(struct __test_metadata *_metadata,
+				  struct lab_env *env, int m)
+{
+	const char *name = strrchr(env->switch_path, '/') + 1;
+	char buf[16];
+
+	ASSERT_TRUE(env->sw.valid) TH_LOG("no %s to set", env->switch_path);
+	ASSERT_EQ(0, lab_write_file(env->switch_path, m ? "1" : "0"));
+	ASSERT_LT(0, lab_read_file(env->switch_path, buf, sizeof(buf)));
+	ASSERT_EQ(m, atoi(buf))
+		TH_LOG("%s did not take %d", env->switch_path, m);
+	snprintf(env->mode, sizeof(env->mode), "%s=%d", name, m);
+}
+
+/**
  * lab_env_mode() - enter mode @m of a switch test
  * @_metadata: the harness's test
  * @env: set up by lab_env_setup()
- * @m: the switch's value, 0 or 1 (read back); the kernel as it is where
- *	the switch is not shown
+ * @m: the switch's value, 0 or 1 (read back, lab_env_switch()); the
+ *	kernel as it is where the switch is not shown (@m is then ignored)
  *
  * Also makes anonymous faults (and, with the shmem knob saved, shared
  * anonymous ones) allocate folios of the test's size only, and says so.
@@ -241,19 +264,12 @@ static inline void lab_env_teardown(struct __test_metadata *_metadata,
 static inline void lab_env_mode(struct __test_metadata *_metadata,
 				struct lab_env *env, int m)
 {
-	const char *name = strrchr(env->switch_path, '/') + 1;
-	char buf[16];
 	int ret;
 
-	if (env->sw.valid) {
-		ASSERT_EQ(0, lab_write_file(env->switch_path, m ? "1" : "0"));
-		ASSERT_LT(0, lab_read_file(env->switch_path, buf, sizeof(buf)));
-		ASSERT_EQ(m, atoi(buf))
-			TH_LOG("%s did not take %d", env->switch_path, m);
-		snprintf(env->mode, sizeof(env->mode), "%s=%d", name, m);
-	} else {
+	if (env->sw.valid)
+		lab_env_switch(_metadata, env, m);
+	else
 		snprintf(env->mode, sizeof(env->mode), "no switch");
-	}
 	ret = lab_thp_only(&env->thp, env->folio / LAB_SZ_1K);
 	ASSERT_EQ(0, ret) TH_LOG("%zu kB mTHP only: %s", env->folio / LAB_SZ_1K,
 				 strerror(-ret));

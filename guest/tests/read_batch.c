@@ -47,25 +47,6 @@
 #define RW		(PROT_READ | PROT_WRITE)
 
 
-/* What every fixture keeps: the saved settings and open files. */
-struct rb_env {
-	struct lab_thp thp;
-	struct lab_knob sw;
-	const char *name;	/* the switch the test is about */
-	int pm_fd;
-	int kpf_fd;
-	char mode[48];
-};
-
-/* Marks everything rb_teardown() would restore or close as not taken yet. */
-static void rb_env_init(struct rb_env *env)
-{
-	env->sw.valid = false;
-	env->thp.top.valid = false;
-	env->thp.nr = 0;
-	env->pm_fd = env->kpf_fd = -1;
-}
-
 static bool rb_arm64(void)
 {
 	struct utsname u;
@@ -74,85 +55,12 @@ static bool rb_arm64(void)
 }
 
 /*
- * Saves the THP settings and the switch @name (when the kernel shows it;
- * the patched kernel must show it unless @hidden_here), and opens pagemap
- * and kpageflags.  Changes nothing: rb_mode() does.
- */
-static void rb_setup(struct __test_metadata *_metadata, struct rb_env *env,
-		     const char *name, bool hidden_here)
-{
-	char path[128];
-	bool has_sw;
-	int ret;
-
-	rb_env_init(env);
-	env->name = name;
-	snprintf(path, sizeof(path), RB_DIR "/%s", name);
-	has_sw = lab_path_exists(path);
-
-	ASSERT_EQ(PSZ, (unsigned long)getpagesize());
-	if (!strcmp(lab_flavour(), "patched") && !hidden_here)
-		ASSERT_TRUE(has_sw) TH_LOG("patched kernel without %s", path);
-	if (hidden_here)
-		ASSERT_FALSE(has_sw) TH_LOG("%s shown where it is not built", path);
-	if (has_sw)
-		ASSERT_EQ(0, lab_knob_save(&env->sw, path));
-	ret = lab_thp_save(&env->thp);
-	ASSERT_EQ(0, ret) TH_LOG("saving THP settings: %s", strerror(-ret));
-	env->pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, env->pm_fd) TH_LOG("pagemap: %s", strerror(errno));
-	env->kpf_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, env->kpf_fd) TH_LOG("kpageflags: %s", strerror(errno));
-}
-
-static void rb_teardown(struct __test_metadata *_metadata, struct rb_env *env)
-{
-	EXPECT_EQ(0, lab_thp_restore(&env->thp));
-	EXPECT_EQ(0, lab_knob_restore(&env->sw))
-		TH_LOG("cannot restore %s to %s", env->sw.path, env->sw.saved);
-	if (env->pm_fd >= 0)
-		close(env->pm_fd);
-	if (env->kpf_fd >= 0)
-		close(env->kpf_fd);
-}
-
-/* Sets the test's switch to @value (0 or 1) and reads it back. */
-static void rb_switch(struct __test_metadata *_metadata, struct rb_env *env,
-		      int value)
-{
-	char buf[16];
-
-	ASSERT_TRUE(env->sw.valid) TH_LOG("no %s to set", env->name);
-	ASSERT_EQ(0, lab_write_file(env->sw.path, value ? "1" : "0"));
-	ASSERT_LT(0, lab_read_file(env->sw.path, buf, sizeof(buf)));
-	ASSERT_EQ(value, atoi(buf));
-	snprintf(env->mode, sizeof(env->mode), "%s=%d", env->name, value);
-}
-
-/*
- * Sets the switch to @value (0 or 1; -1 leaves the kernel as it is, for
- * stock) and makes anonymous faults allocate 64 kB folios only.
- */
-static void rb_mode(struct __test_metadata *_metadata, struct rb_env *env,
-		    int value)
-{
-	int ret;
-
-	if (value >= 0)
-		rb_switch(_metadata, env, value);
-	else
-		snprintf(env->mode, sizeof(env->mode), "stock");
-	ret = lab_thp_only(&env->thp, FOLIO / LAB_SZ_1K);
-	ASSERT_EQ(0, ret) TH_LOG("64 kB mTHP only: %s", strerror(-ret));
-}
-
-/*
  * Maps LEN bytes of private anonymous memory, 64 kB-aligned and a quarter
  * of a PMD into a 2 MB region, writes every page and fails unless it is
  * NR_FOLIOS folios of 64 kB.
  */
 static char *rb_map_written(struct __test_metadata *_metadata,
-			    const struct rb_env *env)
+			    const struct lab_env *env)
 {
 	size_t f, size;
 	char *p;
@@ -293,7 +201,7 @@ static long long rb_insn_busiest(const struct rb_insn_probes *pr,
  * makes.  @why_on and @why_off say what a failure means.
  */
 static void rb_assert_per_pte(struct __test_metadata *_metadata,
-			      const struct rb_env *env, bool batched,
+			      const struct lab_env *env, bool batched,
 			      long long calls, size_t n, const char *what,
 			      const char *why_on, const char *why_off)
 {
@@ -314,21 +222,21 @@ static void rb_assert_per_pte(struct __test_metadata *_metadata,
  * patched kernel) and "stock".
  */
 FIXTURE(mech) {
-	struct rb_env env;
+	struct lab_env env;
 };
 
 LAB_KERNEL_VARIANTS(mech);
 
 FIXTURE_SETUP(mech)
 {
-	rb_env_init(&self->env);
+	lab_env_init(&self->env, NULL);
 	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
 			    variant->flavour);
 }
 
 FIXTURE_TEARDOWN(mech)
 {
-	rb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -344,7 +252,7 @@ FIXTURE_TEARDOWN(mech)
  */
 TEST_F_TIMEOUT(mech, contpte_reads, 300)
 {
-	struct rb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	static struct rb_insn_probes pr;
 	static long long h0[768], h1[768];
 	long long c0, c1, calls, most;
@@ -355,13 +263,14 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 
 	if (!rb_arm64())
 		SKIP(return, "no contiguous PTEs on this arch: no contpte_ptep_get()");
-	rb_setup(_metadata, env, "contpte_early_exit", false);
+	lab_env_setup(_metadata, env, RB_DIR "/contpte_early_exit",
+		      FOLIO / LAB_SZ_1K, false);
 	entry = rb_insn_probes_add(_metadata, &pr, "contpte_ptep_get", 0);
 	ASSERT_NE(NULL, entry) TH_LOG("cannot probe contpte_ptep_get");
 	/* the early exit's loops and the 6.12 loop, each out of line */
 	rb_insn_probes_add(_metadata, &pr, "contpte_gather_young_dirty", 1);
 	rb_insn_probes_add(_metadata, &pr, "contpte_gather_young_dirty_all", 2);
-	rb_mode(_metadata, env, variant->value);
+	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 
@@ -400,7 +309,7 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
  */
 TEST_F_TIMEOUT(mech, mincore_visits, 120)
 {
-	struct rb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	unsigned char vec[NR_PTES];
 	long long h0, h1, calls;
 	size_t i;
@@ -409,10 +318,11 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 
 	if (!rb_arm64())
 		SKIP(return, "no contiguous PTEs on this arch: mincore_batch is not built");
-	rb_setup(_metadata, env, "mincore_batch", false);
+	lab_env_setup(_metadata, env, RB_DIR "/mincore_batch",
+		      FOLIO / LAB_SZ_1K, false);
 	err = lab_kprobe_add("rb_cpg", "contpte_ptep_get");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on contpte_ptep_get: %s", strerror(-err));
-	rb_mode(_metadata, env, variant->value);
+	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 
@@ -439,16 +349,17 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
  */
 TEST_F_TIMEOUT(mech, mbind_lookups, 120)
 {
-	struct rb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	unsigned long mask;
 	long long h0, h1, calls;
 	char *p;
 	int r, err, node;
 
-	rb_setup(_metadata, env, "mbind_batch", false);
+	lab_env_setup(_metadata, env, RB_DIR "/mbind_batch",
+		      FOLIO / LAB_SZ_1K, false);
 	err = lab_kprobe_add("rb_vnf", "vm_normal_folio");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on vm_normal_folio: %s", strerror(-err));
-	rb_mode(_metadata, env, variant->value);
+	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, syscall(SYS_get_mempolicy, &node, NULL, 0, p,
@@ -472,18 +383,18 @@ TEST_F_TIMEOUT(mech, mbind_lookups, 120)
 }
 
 FIXTURE(same) {
-	struct rb_env env;
+	struct lab_env env;
 };
 
 FIXTURE_SETUP(same)
 {
-	rb_env_init(&self->env);
+	lab_env_init(&self->env, NULL);
 	LAB_REQUIRE_FLAVOUR("patched", "variant for the patched kernel");
 }
 
 FIXTURE_TEARDOWN(same)
 {
-	rb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /* smaps of one state of the region, as the result tests compare it. */
@@ -531,7 +442,7 @@ static void rb_smaps_read(const char *p, struct rb_smaps *s)
 #define RB_STATES	4
 
 static void rb_smaps_states(struct __test_metadata *_metadata,
-			    struct rb_env *env, int value,
+			    struct lab_env *env, int value,
 			    struct rb_smaps s[RB_STATES])
 {
 	volatile char sink;
@@ -539,7 +450,7 @@ static void rb_smaps_states(struct __test_metadata *_metadata,
 	size_t f;
 	char *p;
 
-	rb_mode(_metadata, env, value);
+	lab_env_mode(_metadata, env, value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 	rb_smaps_read(p, &s[0]);
@@ -581,7 +492,8 @@ TEST_F_TIMEOUT(same, smaps_and_mlock, 120)
 
 	if (!rb_arm64())
 		SKIP(return, "no contiguous PTEs on this arch: contpte_early_exit is not built");
-	rb_setup(_metadata, &self->env, "contpte_early_exit", false);
+	lab_env_setup(_metadata, &self->env, RB_DIR "/contpte_early_exit",
+		      FOLIO / LAB_SZ_1K, false);
 	for (v = 0; v < 2; v++)
 		rb_smaps_states(_metadata, &self->env, v, s[v]);
 	for (i = 0; i < RB_STATES; i++) {
@@ -608,10 +520,10 @@ TEST_F_TIMEOUT(same, smaps_and_mlock, 120)
  * @value, into @vec.
  */
 static void rb_mincore_at(struct __test_metadata *_metadata,
-			  struct rb_env *env, int value, char *p, size_t off,
+			  struct lab_env *env, int value, char *p, size_t off,
 			  size_t len, unsigned char *vec)
 {
-	rb_switch(_metadata, env, value);
+	lab_env_switch(_metadata, env, value);
 	ASSERT_EQ(0, mincore(p + off, len, vec))
 		TH_LOG("mincore: %s", strerror(errno));
 }
@@ -631,15 +543,16 @@ TEST_F_TIMEOUT(same, mincore_vector, 120)
 		{ 81, 1 }, { 95, 161 },
 	};
 	unsigned char v0[NR_PTES], v1[NR_PTES];
-	struct rb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	bool want;
 	size_t i, r, pg;
 	char *p;
 
 	if (!rb_arm64())
 		SKIP(return, "no contiguous PTEs on this arch: mincore_batch is not built");
-	rb_setup(_metadata, env, "mincore_batch", false);
-	rb_mode(_metadata, env, 1);
+	lab_env_setup(_metadata, env, RB_DIR "/mincore_batch",
+		      FOLIO / LAB_SZ_1K, false);
+	lab_env_mode(_metadata, env, 1);
 	p = lab_map_aligned(LEN, LAB_SZ_2M, LAB_SZ_2M / 4, RW, MAP_PRIVATE);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, madvise(p, LEN, MADV_HUGEPAGE));
@@ -693,12 +606,12 @@ static void rb_nodes(struct __test_metadata *_metadata, char *p, size_t len,
 }
 
 FIXTURE(node) {
-	struct rb_env env;
+	struct lab_env env;
 };
 
 FIXTURE_SETUP(node)
 {
-	rb_env_init(&self->env);
+	lab_env_init(&self->env, NULL);
 	LAB_REQUIRE_FLAVOUR("patched", "variant for the patched kernel");
 	if (!lab_path_exists("/sys/devices/system/node/node1"))
 		SKIP(return, "one NUMA node: the lab's numa boot runs this test");
@@ -706,7 +619,7 @@ FIXTURE_SETUP(node)
 
 FIXTURE_TEARDOWN(node)
 {
-	rb_teardown(_metadata, &self->env);
+	lab_env_teardown(_metadata, &self->env);
 }
 
 /*
@@ -720,16 +633,17 @@ FIXTURE_TEARDOWN(node)
  */
 TEST_F_TIMEOUT(node, mbind_move, 300)
 {
-	struct rb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	long count[2][2], back[2];
 	unsigned long n0 = 1, n1 = 2;
 	long moved;
 	char *p;
 	int v;
 
-	rb_setup(_metadata, env, "mbind_batch", false);
+	lab_env_setup(_metadata, env, RB_DIR "/mbind_batch",
+		      FOLIO / LAB_SZ_1K, false);
 	for (v = 0; v < 2; v++) {
-		rb_mode(_metadata, env, v);
+		lab_env_mode(_metadata, env, v);
 		/* fault the folios in on node 0 */
 		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &n0, 64));
 		p = rb_map_written(_metadata, env);
@@ -793,7 +707,7 @@ static void *rb_folder(void *arg)
 
 TEST_F_TIMEOUT(same, fold_race, 300)
 {
-	struct rb_env *env = &self->env;
+	struct lab_env *env = &self->env;
 	struct rb_race r = { 0 };
 	unsigned char vec[NR_PTES];
 	struct lab_knob mc;
@@ -803,10 +717,11 @@ TEST_F_TIMEOUT(same, fold_race, 300)
 
 	if (!rb_arm64())
 		SKIP(return, "no contiguous PTEs on this arch: nothing folds");
-	rb_setup(_metadata, env, "contpte_early_exit", false);
+	lab_env_setup(_metadata, env, RB_DIR "/contpte_early_exit",
+		      FOLIO / LAB_SZ_1K, false);
 	ASSERT_EQ(0, lab_knob_save(&mc, RB_DIR "/mincore_batch"));
 	ASSERT_EQ(0, lab_write_file(mc.path, "1"));
-	rb_mode(_metadata, env, 1);
+	lab_env_mode(_metadata, env, 1);
 	r.p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, r.p);
 	ASSERT_EQ(0, pthread_create(&t, NULL, rb_folder, &r));
