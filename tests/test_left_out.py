@@ -57,6 +57,18 @@ def test_a_race_plan_drops_a_program_with_nothing_left_to_run():
     assert "/lab/tests/read_batch -t mbind_move" in numa
 
 
+def test_a_race_plan_with_nothing_left_is_no_boot():
+    # 'lab test --only read_batch' on x86_64: fold_race is left out, so the
+    # mttcg boot would run an empty plan and fail for want of a result
+    assert suites.race_plan({"read_batch": ("fold_race",)}, arch_name="x86_64") is None
+    assert suites.race_plan({}) is None
+    # a whole run keeps each extra boot on both arches
+    for arch in ("x86_64", "arm64"):
+        assert suites.race_plan(suites.RACE_TESTS, arch_name=arch)
+        assert suites.race_plan(suites.NUMA_TESTS, arch_name=arch, upstream=suites.NUMA_UPSTREAM)
+        assert suites.race_plan(suites.NOSPLIT_TESTS, "nosplit", suites.NOSPLIT_UPSTREAM, arch)
+
+
 def test_the_cortex_a72_plan_leaves_out_the_page_table_walk_count():
     plan = suites.test_plan("arm64", upstream=False, only={"reclaim_batch"},
                             boot="cortex-a72")

@@ -333,16 +333,15 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     numa = {p: ts for p, ts in suites.NUMA_TESTS.items() if not only or p in only}
     numa_up = {p: w for p, w in suites.NUMA_UPSTREAM.items()
                if upstream and (not only or p in only)}
-    if (own and numa) or numa_up:
-        b = boot_and_parse(arch_name, "patched", variant,
-                           suites.race_plan(numa if own else {}, variant, numa_up,
-                                            arch_name),
-                           "numa", timeout=TEST_BOOT["timeout"], accel=TEST_ACCEL,
+    plan = suites.race_plan(numa if own else {}, variant, numa_up, arch_name)
+    if plan:
+        b = boot_and_parse(arch_name, "patched", variant, plan, "numa",
+                           timeout=TEST_BOOT["timeout"], accel=TEST_ACCEL,
                            extra=suites.NUMA_QEMU)
         tally_boot(tally, f"{arch_name}/{variant}/patched-numa", b)
     races = {p: ts for p, ts in suites.RACE_TESTS.items() if not only or p in only}
-    if own and races:
-        plan = suites.race_plan(races, variant, arch_name=arch_name)
+    plan = suites.race_plan(races if own else {}, variant, arch_name=arch_name)
+    if plan:
         b = boot_and_parse(arch_name, "patched", variant, plan, "mttcg",
                            timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
         tally_boot(tally, f"{arch_name}/{variant}/patched-mttcg", b)
@@ -376,6 +375,8 @@ def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
             image.build(arch_name)
         plan = suites.race_plan(suites.NOSPLIT_TESTS, variant, suites.NOSPLIT_UPSTREAM,
                                 arch_name)
+        if not plan:
+            return
         b = boot_and_parse(arch_name, "patched", variant, plan, "nosplit",
                            timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
         tally_boot(tally, prefix, b)

@@ -347,7 +347,9 @@ def race_plan(races, variant="default", upstream=None, arch_name=None):
     names}; on arch_name, less the ones ARCH_LEFT_OUT names, and a program
     none is left of is not run) and then the upstream programs of upstream
     ({program: the word its cases must have in their names, or None}; a
-    word only for CASE_PROGRAMS)."""
+    word only for CASE_PROGRAMS).  None when that leaves nothing to run:
+    a boot of an empty plan would prove nothing, and fails for want of a
+    result."""
     scale = TIMEOUT_SCALE[variant]
     entries = []
     for prog, names in sorted(races.items()):
@@ -360,7 +362,7 @@ def race_plan(races, variant="default", upstream=None, arch_name=None):
         if word and prog not in CASE_PROGRAMS:
             raise ValueError(f"{prog} does not run case by case")
         entries.append(_upstream_entry(prog, scale, [word] if word else []))
-    return _lines(entries)
+    return _lines(entries) if entries else None
 
 
 def boot_param_plan():
