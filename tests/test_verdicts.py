@@ -397,6 +397,23 @@ def test_harden_excuses_only_what_its_own_stock_boot_failed_the_same_way(
     assert rows["arm64/debug/harden-suite/cow/Basic COW"][0] == "fail"
 
 
+def test_harden_judges_skips_and_absences_as_lab_test_does(monkeypatch, tmp_path):
+    """The suite's verdicts are guest/verdicts.judge()'s: an undeclared SKIP
+    fails, a leaf stock passes and patched lacks fails, and the stock boot's
+    leaves are rows of their own."""
+    two = ("LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\n"
+           "    ok 2 Other COW\nok 1 cow\nLAB-EXIT: 0\n")
+    skipped = two.replace("ok 2 Other COW", "ok 2 Other COW # SKIP the moon is full")
+    rows = harden_suite(monkeypatch, tmp_path, skipped, two)
+    assert rows["arm64/debug/harden-suite/cow/Other COW"][0] == "fail"
+    assert rows["arm64/debug/harden-suite-stock/cow/Other COW"][0] == "pass"
+    rows = harden_suite(monkeypatch, tmp_path, COW_PASSES, two)
+    assert rows["arm64/debug/harden-suite/cow/Other COW"] == (
+        "fail", "passes on stock, missing on patched (no re-run in lab harden)")
+    rows = harden_suite(monkeypatch, tmp_path, two, two)
+    assert {s for s, d in rows.values()} == {"pass"}
+
+
 # 8. pytest that ran nothing is a failure
 
 def test_pytest_that_collected_nothing_fails(tmp_path):

@@ -27,6 +27,7 @@ from ..core.tally import Tally
 from ..core.util import LabError, Timer, say
 from ..guest import image, results, run, suites
 from ..guest.testboot import boot_and_parse, boot_problems
+from ..guest.verdicts import judge
 from ..kernel import build, source
 
 LINE_RE = re.compile(r"^(HARDEN-[A-Z]+)\s*(.*)$")
@@ -138,10 +139,12 @@ def verdicts(ld, want_seconds):
 
 
 def run_suite(tally, arch_name, variant):
-    """The test plan on the patched kernel, and on stock with the same plan:
-    an upstream leaf that fails on patched is excused (STOCK-FAIL) only when
-    that stock boot failed it too, without a failure line patched printed
-    and stock did not; no failure is excused by its name alone."""
+    """The test plan on the patched kernel, and on stock with the same plan,
+    judged as 'lab test' judges its main boots (guest/verdicts.judge():
+    declared skips, a fixture variant counted where the other kernel ran
+    it, a leaf stock passes and patched lacks fails, an upstream failure
+    excused only when stock failed it the same way in this run); there is
+    no re-run here, so a leaf judge() would have 'lab test' re-run fails."""
     plan = suites.test_plan(arch_name, variant=variant)
     prefix = f"{arch_name}/{variant}/harden-suite"
     per = {}
@@ -151,14 +154,21 @@ def run_suite(tally, arch_name, variant):
         for what, detail in boot_problems(b):
             tally.add("fail", f"{prefix}{suffix}/{what}", detail)
         per[flavour] = results.parse(b.text())
-    stock = {r.name: r for r in per["stock"]}
-    for r in per["patched"]:
-        status, detail = r.status, r.detail if r.status != "pass" else ""
-        was = stock.get(r.name)
-        if status == "fail" and suites.is_upstream(r.program) and was is not None \
-                and was.status == "fail" and not results.new_failure_lines(r, was):
-            status, detail = "stockfail", "fails the same way on stock 6.12 in this run"
-        tally.add(status, f"{prefix}/{r.name}", detail)
+    for status, name, detail, _ in judge(arch_name, variant, per):
+        tally.add(*suite_row(arch_name, variant, status, name, detail))
+
+
+def suite_row(arch_name, variant, status, name, detail):
+    """(status, name, detail) of a judge() row of the harden suite: named
+    under harden-suite (patched) or harden-suite-stock, and a 'regress' a
+    failure."""
+    for flavour, boot in (("patched", "harden-suite"), ("stock", "harden-suite-stock")):
+        head = f"{arch_name}/{variant}/{flavour}/"
+        if name.startswith(head):
+            name = f"{arch_name}/{variant}/{boot}/{name[len(head):]}"
+    if status == "regress":
+        return "fail", name, f"{detail} (no re-run in lab harden)"
+    return status, name, detail
 
 
 def run_load(tally, arch_name, variant, seconds, round_s):
