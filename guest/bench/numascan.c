@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,32 +92,16 @@ static int knobs_set(void)
 	return 0;
 }
 
-#define LAB_TRACING	"/sys/kernel/tracing"
 #define INSTANCE	LAB_TRACING "/instances/numascan"
 #define EVENT_IN	"numascan/scan_in"
 #define EVENT_OUT	"numascan/scan_out"
 
-static int kprobe_events(const char *def)
-{
-	int fd = open(LAB_TRACING "/kprobe_events", O_WRONLY | O_APPEND);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, def, strlen(def));
-	close(fd);
-	return n < 0 ? -1 : 0;
-}
-
 /* The two probes on task_numa_work(), traced in INSTANCE only. */
 static int trace_setup(void)
 {
-	if (!lab_path_exists(LAB_TRACING "/kprobe_events") &&
-	    mount("tracefs", LAB_TRACING, "tracefs", 0, NULL))
-		return -1;
 	if ((!lab_path_exists(LAB_TRACING "/events/" EVENT_IN) &&
-	     (kprobe_events("p:" EVENT_IN " task_numa_work") ||
-	      kprobe_events("r:" EVENT_OUT " task_numa_work"))) ||
+	     (lab_kprobe_define("p:" EVENT_IN " task_numa_work") ||
+	      lab_kprobe_define("r:" EVENT_OUT " task_numa_work"))) ||
 	    (!lab_path_exists(INSTANCE) && mkdir(INSTANCE, 0755)))
 		return -1;
 	return lab_write_file(INSTANCE "/events/numascan/enable", "1");
@@ -128,8 +111,8 @@ static void trace_teardown(void)
 {
 	lab_write_file(INSTANCE "/events/numascan/enable", "0");
 	rmdir(INSTANCE);
-	kprobe_events("-:" EVENT_IN);
-	kprobe_events("-:" EVENT_OUT);
+	lab_kprobe_define("-:" EVENT_IN);
+	lab_kprobe_define("-:" EVENT_OUT);
 }
 
 static int trace_clear(void)

@@ -338,6 +338,20 @@ int lab_uffd_open(void);
  */
 int lab_uffd_open_features(uint64_t features);
 
+/* Where tracefs is, mounted by lab_kprobe_define() if it is not. */
+#define LAB_TRACING	"/sys/kernel/tracing"
+
+/**
+ * lab_kprobe_define() - add one line to tracefs's kprobe_events
+ * @def: the line, e.g. "p:group/name func" or "-:group/name"
+ *
+ * Mounts tracefs on LAB_TRACING if needed and appends @def, keeping every
+ * other event (a plain write would replace them all).
+ *
+ * Return: 0 or -errno (the kernel's answer to @def).
+ */
+int lab_kprobe_define(const char *def);
+
 /**
  * lab_kprobe_add() - count the calls of a kernel function
  * @event: name of the kprobe event, created as lab/@event

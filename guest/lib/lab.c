@@ -525,31 +525,49 @@ int lab_uffd_open_features(uint64_t features)
 	return fd;
 }
 
-#define LAB_TRACING	"/sys/kernel/tracing"
-
-int lab_kprobe_add(const char *event, const char *func)
+/* Mounts tracefs on LAB_TRACING unless it is there: 0 or -errno. */
+static int lab_tracefs(void)
 {
-	char path[256], def[256];
-	ssize_t n;
-	int fd, err;
-
 	if (!lab_path_exists(LAB_TRACING "/kprobe_events") &&
 	    mount("tracefs", LAB_TRACING, "tracefs", 0, NULL))
 		return -errno;
-	snprintf(path, sizeof(path), LAB_TRACING "/events/lab/%s/enable", event);
-	if (lab_path_exists(path))
-		return 0;
-	err = lab_write_file(LAB_TRACING "/tracing_on", "0");
+	return 0;
+}
+
+int lab_kprobe_define(const char *def)
+{
+	ssize_t n;
+	int fd, err;
+
+	err = lab_tracefs();
 	if (err)
 		return err;
 	/* O_APPEND: a plain write would replace every other event. */
 	fd = open(LAB_TRACING "/kprobe_events", O_WRONLY | O_APPEND);
 	if (fd < 0)
 		return -errno;
-	snprintf(def, sizeof(def), "p:lab/%s %s", event, func);
 	n = write(fd, def, strlen(def));
 	err = n < 0 ? -errno : 0;
 	close(fd);
+	return err;
+}
+
+int lab_kprobe_add(const char *event, const char *func)
+{
+	char path[256], def[256];
+	int err;
+
+	err = lab_tracefs();
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), LAB_TRACING "/events/lab/%s/enable", event);
+	if (lab_path_exists(path))
+		return 0;
+	err = lab_write_file(LAB_TRACING "/tracing_on", "0");
+	if (err)
+		return err;
+	snprintf(def, sizeof(def), "p:lab/%s %s", event, func);
+	err = lab_kprobe_define(def);
 	/* the kernel answers EINVAL or ENOENT for a symbol it cannot probe */
 	if (err == -EINVAL)
 		err = -ENOENT;
