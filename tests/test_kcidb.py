@@ -23,6 +23,7 @@ ROWS = [
     ("pass", "arm64/default/patched-bootparam/switches.values", ""),
     ("fail", "arm64/default/patched/boot", "no LAB-READY"),
     ("pass", "arm64/debug/harden/kernel-reports", "0 reports"),
+    ("fail", "arm64/debug/harden-suite-stock/cow/Basic COW", "an own test fails on stock"),
     ("pass", "check/riscv64/defconfig", "directories only"),
     ("skip", "check/riscv64/defconfig/sparse", "sparse rejects -march"),
     ("fail", "check/x86_64/lab-pt-reclaim-off", "1 new warning"),
@@ -77,6 +78,7 @@ def test_rows_map_to_builds_and_tests(schema, patches):
                            "foliobatch:x86_64-default-patched",
                            "foliobatch:arm64-default-patched",
                            "foliobatch:arm64-debug-patched",
+                           "foliobatch:arm64-debug-stock",
                            "foliobatch:check-riscv64-defconfig",
                            "foliobatch:check-x86_64-lab-pt-reclaim-off"}
     assert builds["foliobatch:x86_64-default-stock"]["checkout_id"] == stock["id"]
@@ -85,7 +87,7 @@ def test_rows_map_to_builds_and_tests(schema, patches):
     tests = {t["misc"]["lab_name"]: t for t in doc["tests"]}
     # host rows ran on no kernel; check rows are builds, not tests
     assert not any(n.startswith(("host/", "export/", "check/")) for n in tests)
-    assert len(tests) == 8
+    assert len(tests) == 9
     t = tests["x86_64/default/patched/uffd-unit-tests.events on anon"]
     assert t["status"] == "FAIL" and t["misc"]["lab_status"] == "STOCKFAIL"
     assert t["path"] == "foliobatch.uffd-unit-tests.events_on_anon"
@@ -95,12 +97,15 @@ def test_rows_map_to_builds_and_tests(schema, patches):
     assert "cortex-a72" in a72["environment"]["comment"]
     assert tests["arm64/debug/harden/kernel-reports"]["build_id"] == \
         "foliobatch:arm64-debug-patched"
+    # lab harden's suite boots stock too: its rows go to the stock build
+    assert tests["arm64/debug/harden-suite-stock/cow/Basic COW"]["build_id"] == \
+        "foliobatch:arm64-debug-stock"
     assert len({t["id"] for t in doc["tests"]}) == len(doc["tests"])
 
 
 def test_write_and_the_command_line(tmp_path, monkeypatch):
     out = tmp_path / "kcidb.json"
-    assert kcidb.write(ROWS, out) == (6, 8)
+    assert kcidb.write(ROWS, out) == (7, 9)
     kcidb.validate(json.loads(out.read_text()))
     seen = []
     from lab.commands import harden, test as testcmd

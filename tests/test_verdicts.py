@@ -412,6 +412,9 @@ def test_harden_judges_skips_and_absences_as_lab_test_does(monkeypatch, tmp_path
         "fail", "passes on stock, missing on patched (no re-run in lab harden)")
     rows = harden_suite(monkeypatch, tmp_path, two, two)
     assert {s for s, d in rows.values()} == {"pass"}
+    # every row, stock's too, belongs to a build in the KCIDB output
+    from lab.outputs import kcidb
+    assert all(kcidb.build_of(n) for n in rows)
 
 
 # 8. pytest that ran nothing is a failure

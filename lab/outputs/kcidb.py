@@ -107,6 +107,8 @@ def build_of(name):
     arch, variant, where, rest = parts[0], parts[1], parts[2], "/".join(parts[3:])
     if where in ("harden", "harden-suite"):
         return ("kernel", arch, variant, "patched"), where, rest
+    if where == "harden-suite-stock":
+        return ("kernel", arch, variant, "stock"), "harden-suite", rest
     flavour, _, extra = where.partition("-")
     if flavour not in config.FLAVOURS:
         return None
