@@ -87,3 +87,14 @@ def test_the_summary_lists_what_the_plans_left_out(capsys):
     out = capsys.readouterr().out
     assert out.count("left out of x86_64's tests plans: read_batch: contpte_reads") == 1
     assert "arm64's tests plans" not in out
+
+
+def test_an_empty_extra_plan_fails_a_whole_run_and_is_noted_in_a_part():
+    tally = Tally()
+    assert testcmd.extra_plan(tally, "x86_64/default/patched-mttcg", "plan", whole=True)
+    assert not tally.rows
+    assert not testcmd.extra_plan(tally, "x86_64/default/patched-mttcg", None, whole=True)
+    assert tally.rows[-1][:2] == ("fail", "x86_64/default/patched-mttcg/plan")
+    part = Tally()
+    assert not testcmd.extra_plan(part, "x86_64/default/patched-mttcg", None, whole=False)
+    assert not part.rows and "not booted" in part.notes[0]

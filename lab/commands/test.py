@@ -262,14 +262,16 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     numa_up = {p: w for p, w in suites.NUMA_UPSTREAM.items()
                if upstream and (not only or p in only)}
     plan = suites.race_plan(numa if own else {}, variant, numa_up, arch_name)
-    if plan:
+    if extra_plan(tally, f"{arch_name}/{variant}/patched-numa", plan,
+                  whole=(own or upstream) and not only):
         b = boot_and_parse(arch_name, "patched", variant, plan, "numa",
                            timeout=TEST_BOOT["timeout"], accel=TEST_ACCEL,
                            extra=suites.NUMA_QEMU)
         tally_boot(tally, f"{arch_name}/{variant}/patched-numa", b)
     races = {p: ts for p, ts in suites.RACE_TESTS.items() if not only or p in only}
     plan = suites.race_plan(races if own else {}, variant, arch_name=arch_name)
-    if plan:
+    if extra_plan(tally, f"{arch_name}/{variant}/patched-mttcg", plan,
+                  whole=own and not only):
         b = boot_and_parse(arch_name, "patched", variant, plan, "mttcg",
                            timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
         tally_boot(tally, f"{arch_name}/{variant}/patched-mttcg", b)
@@ -281,6 +283,22 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
                            accel=TEST_ACCEL)
         tally_boot(tally, f"{arch_name}/{variant}/patched-bootparam", b)
     say(f"{arch_name}/{variant}: done in {t}")
+
+
+def extra_plan(tally, prefix, plan, whole):
+    """Whether to boot an extra boot (numa, mttcg, nosplit) of plan
+    (suites.race_plan(): None when nothing is left to run).  A run of every
+    program (whole) expects each extra boot to run something: an empty plan
+    there is a failed <prefix>/plan row, not a boot that silently goes; a
+    run of some programs (--only) notes the boot it leaves out."""
+    if plan:
+        return True
+    if whole:
+        tally.add("fail", f"{prefix}/plan", "nothing left to run: every test of "
+                  "this boot is left out (suites.ARCH_LEFT_OUT, BOOT_LEFT_OUT)")
+    else:
+        tally.note(f"{prefix}: not booted, none of the programs asked for runs there")
+    return False
 
 
 def note_left_out(tally, arch_name, boot, only=None):
@@ -303,7 +321,7 @@ def nosplit_check(tally, arch_name, variant=suites.SHORT_VARIANT):
             image.build(arch_name)
         plan = suites.race_plan(suites.NOSPLIT_TESTS, variant, suites.NOSPLIT_UPSTREAM,
                                 arch_name)
-        if not plan:
+        if not extra_plan(tally, prefix, plan, whole=True):
             return
         b = boot_and_parse(arch_name, "patched", variant, plan, "nosplit",
                            timeout=TEST_BOOT["timeout"], accel=RACE_ACCEL)
