@@ -38,6 +38,9 @@ class Figure:
     control: bool = False
 
 
+SERIES_KEYS = {"name", "switch", "upstream", "figure"}
+
+
 def declared(results_dir):
     """([(series name, switch, upstream)], [Figure]) of headline.toml; a
     LabError for a key it does not know."""
@@ -45,6 +48,10 @@ def declared(results_dir):
     data = tomllib.loads(path.read_text())
     series, figures = [], []
     for s in data.get("series", []):
+        unknown = sorted(set(s) - SERIES_KEYS)
+        if unknown or not {"name", "switch"} <= set(s):
+            raise LabError(f"{path}: a series has keys {', '.join(unknown) or '-'} "
+                           f"it should not, or lacks name or switch")
         series.append((s["name"], s["switch"], s.get("upstream", "")))
         for f in s.get("figure", []):
             try:
@@ -78,6 +85,19 @@ def _values(runs, fig, flavour, mode):
     return [stats.value(r, source, key) for r in group]
 
 
+def _check_measure(runs, fig):
+    """A LabError unless the figure's measure is "time" or shows in the
+    runs of its workload (a misspelt key would read as zeros)."""
+    if fig.measure == "time":
+        return
+    source, _, key = fig.measure.partition(".")
+    mine = [r for r in runs if r["arch"] == fig.arch and r["workload"] == fig.workload]
+    if source not in ("metrics", "vmstat", "irq", "kprobe") or not key or \
+            not stats.present(mine, source, key):
+        raise LabError(f"headline.toml: no {fig.measure} in the {fig.arch} "
+                       f"{fig.workload} runs of {fig.results}")
+
+
 def _label(fig):
     if fig.label:
         return fig.label
@@ -109,19 +129,22 @@ def _fmt(fig, st):
 
 
 def _off_vs_stock(runs, fig):
-    """The bench's switch-off-against-stock verdict of the workload's time
-    (tables.off_vs_stock), short: only a time figure has one."""
-    if fig.measure != "time":
-        return ""
-    w = workloads.BY_NAME[fig.workload]
-    text, ok = tables.off_vs_stock(stats.summarize(runs), fig.arch, w)
-    if text == "not measured":
-        return text
-    dt = text.split(";")[0].split()[-1]
-    if ok is None:
-        vary = re.search(r"runs vary by \d+%", text)
-        return f"no verdict ({dt}; {vary.group(0) if vary else 'one run'})"
-    return ("OK" if ok else "DIFFERS") + f" ({dt})"
+    """The bench's switch-off-against-stock check of the figure's workload
+    (tables.off_vs_stock_check(), on the workload's time and compared
+    counters), short: 'OK (+0.12%)', 'DIFFERS (-3.10%; <counters>)',
+    'no verdict (+2.10%; runs vary by 15%)', each with '; one run' when a
+    side has one run, or 'not measured'."""
+    c = tables.off_vs_stock_check(stats.summarize(runs), fig.arch,
+                                  workloads.BY_NAME[fig.workload])
+    if c is None:
+        return "not measured"
+    parts = [f"{c['dt'] * 100:+.2f}%"] + c["diffs"]
+    if c["ok"] is None:
+        parts.append(f"runs vary by {c['noise']:.0%}")
+    if c["one_run"]:
+        parts.append("one run")
+    word = {True: "OK", False: "DIFFERS", None: "no verdict"}[c["ok"]]
+    return f"{word} ({'; '.join(parts)})"
 
 
 def _when(name, runs):
@@ -132,7 +155,12 @@ def _when(name, runs):
 def _row(results_dir, fig, cache):
     if fig.workload not in workloads.BY_NAME:
         raise LabError(f"headline.toml: {fig.workload} is not a workload of this lab")
+    w = workloads.BY_NAME[fig.workload]
+    if fig.mode not in w.modes:
+        raise LabError(f"headline.toml: {fig.workload} has no mode {fig.mode} "
+                       f"(its modes: {', '.join(w.modes)})")
     runs = _runs(results_dir, fig.results, cache)
+    _check_measure(runs, fig)
     off = stats.stats(_values(runs, fig, "patched", "off"))
     on = stats.stats(_values(runs, fig, "patched", fig.mode))
     if not off or not on:
@@ -174,7 +202,9 @@ def readme_block(results_dir):
         "per guest instruction, independent of the host); the change is switch "
         "off -> on, same kernel, same boot, and '(noise)' when it is within the "
         "larger spread; 'switch off vs stock' is the bench's check of the "
-        f"workload's time (OK within {stats.OFF_VS_STOCK_TOLERANCE:.0%}). Upstream's "
+        f"workload's whole time (OK within {stats.OFF_VS_STOCK_TOLERANCE:.0%}) and "
+        f"compared counters (within {stats.COUNTER_TOLERANCE:.0%}), whatever the "
+        "row's measure. Upstream's "
         "figures were measured on real hardware at a larger scale: compare "
         "direction and rough size, not values.",
         "",

@@ -59,14 +59,18 @@ def metric_rows(w, time_label="instruction-time"):
     return rows
 
 
-def off_vs_stock(groups, arch, w, time_label="instruction-time"):
-    """Does switch-off behave like stock: the medians of its time within
-    OFF_VS_STOCK_TOLERANCE of stock's, and of each compared counter within
-    COUNTER_TOLERANCE?"""
+def off_vs_stock_check(groups, arch, w):
+    """The switch-off-against-stock check of a workload on an arch, as data:
+    None when either side has no runs, else {"dt": the relative change of
+    the median time, "diffs": the compared counters outside
+    COUNTER_TOLERANCE (labelled text), "noise": the larger min-max spread
+    of the two, "one_run": whether a side has one run, "ok": True or False,
+    or None (no verdict) when the runs vary by more than
+    OFF_VS_STOCK_TOLERANCE}."""
     off = groups.get((arch, w.name, "patched", "off"), [])
     stock = groups.get((arch, w.name, "stock", "stock"), [])
     if not off or not stock:
-        return "not measured", None
+        return None
     t_off = statistics.median(instr_time(r) for r in off)
     t_stock = statistics.median(instr_time(r) for r in stock)
     dt = (t_off - t_stock) / t_stock if t_stock else 0.0
@@ -79,18 +83,30 @@ def off_vs_stock(groups, arch, w, time_label="instruction-time"):
         if abs(a - b) > COUNTER_TOLERANCE * max(abs(b), 1):
             diffs.append(f"{label} {a:,.0f} vs {b:,.0f}")
     noise = max(stats([instr_time(r) for r in off])[1], stats([instr_time(r) for r in stock])[1])
-    text = f"{time_label} {dt * 100:+.2f}%" + (
-        "; " + "; ".join(diffs) if diffs else
+    # The runs themselves vary more than the tolerance: no verdict.
+    ok = None if noise > OFF_VS_STOCK_TOLERANCE else \
+        abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
+    return {"dt": dt, "diffs": diffs, "noise": noise,
+            "one_run": min(len(off), len(stock)) < 2, "ok": ok}
+
+
+def off_vs_stock(groups, arch, w, time_label="instruction-time"):
+    """Does switch-off behave like stock: the medians of its time within
+    OFF_VS_STOCK_TOLERANCE of stock's, and of each compared counter within
+    COUNTER_TOLERANCE?  (text, ok) of off_vs_stock_check()."""
+    c = off_vs_stock_check(groups, arch, w)
+    if c is None:
+        return "not measured", None
+    text = f"{time_label} {c['dt'] * 100:+.2f}%" + (
+        "; " + "; ".join(c["diffs"]) if c["diffs"] else
         f"; {', '.join(_compared(w))} within {COUNTER_TOLERANCE:.0%}" if _compared(w)
         else "")
-    if noise > OFF_VS_STOCK_TOLERANCE:
-        # The runs themselves vary more than the tolerance: no verdict.
-        return text + f"; runs vary by {noise:.0%}", None
-    ok = abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
-    if min(len(off), len(stock)) < 2:
+    if c["ok"] is None:
+        return text + f"; runs vary by {c['noise']:.0%}", None
+    if c["one_run"]:
         # A verdict, but on one run: whether the workload repeats is unknown.
-        return text + "; one run on a side, spread unknown", ok
-    return text, ok
+        return text + "; one run on a side, spread unknown", c["ok"]
+    return text, c["ok"]
 
 
 def _compared(w):
