@@ -1,7 +1,7 @@
 """Host unit tests of the lab's module structure: each module imports on its
 own, the lab's imports have no cycle and follow the layers of its
 packages, and 'lab test' and 'lab harden' do not import each other (what
-both use lives in tally, testboot and suites)."""
+both use lives in tally, testboot, verdicts and suites)."""
 
 import ast
 import subprocess

@@ -240,15 +240,15 @@ static inline void lab_env_teardown(struct __test_metadata *_metadata,
 static inline void lab_env_switch(struct __test_metadata *_metadata,
 				  struct lab_env *env, int m)
 {
-	const char *name = strrchr(env->switch_path, '/') + 1;
 	char buf[16];
 
-	ASSERT_TRUE(env->sw.valid) TH_LOG("no %s to set", env->switch_path);
-	ASSERT_EQ(0, lab_write_file(env->switch_path, m ? "1" : "0"));
-	ASSERT_LT(0, lab_read_file(env->switch_path, buf, sizeof(buf)));
+	ASSERT_TRUE(env->sw.valid) TH_LOG("no switch to set");
+	ASSERT_EQ(0, lab_write_file(env->sw.path, m ? "1" : "0"));
+	ASSERT_LT(0, lab_read_file(env->sw.path, buf, sizeof(buf)));
 	ASSERT_EQ(m, atoi(buf))
-		TH_LOG("%s did not take %d", env->switch_path, m);
-	snprintf(env->mode, sizeof(env->mode), "%s=%d", name, m);
+		TH_LOG("%s did not take %d", env->sw.path, m);
+	snprintf(env->mode, sizeof(env->mode), "%s=%d",
+		 strrchr(env->sw.path, '/') + 1, m);
 }
 
 /**
