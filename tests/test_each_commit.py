@@ -1,6 +1,7 @@
 """Host unit tests of build.each_commit(): every commit builds in the config
 the fragments make now, not in one left from earlier fragments."""
 
+import shutil
 import types
 
 import pytest
@@ -23,7 +24,9 @@ def fake_tree(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "source_tree", lambda flavour: tmp_path / flavour)
     monkeypatch.setattr(config, "log_dir", lambda: tmp_path)
     monkeypatch.setattr(source, "apply", lambda: tmp_path / "patched")
-    monkeypatch.setattr(source, "out", lambda cmd: "c1 c2" if "rev-list" in cmd else "subject")
+    trees = {"c1^{tree}": "t1", "c2^{tree}": "t2"}
+    monkeypatch.setattr(source, "out", lambda cmd: "c1 c2" if "rev-list" in cmd
+                        else trees[cmd[-1]] if "rev-parse" in cmd else "subject")
     calls = []
 
     def fake_run(cmd, **kw):
@@ -35,6 +38,18 @@ def fake_tree(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "run", fake_run)
     monkeypatch.setattr(build, "say", lambda *a: None)
     return tree / "out-x86_64-default", configs, calls
+
+
+def new_commits(out):
+    """Forget which trees built: the next run builds every commit, as it
+    would for a series of new commits."""
+    shutil.rmtree(out / build.BUILT_DIR, ignore_errors=True)
+
+
+def makes(calls):
+    """The kernel builds among the recorded commands (not the config steps)."""
+    return [c for c in calls if c[0] == "make" and not
+            any(t in c for t in ("tinyconfig", "olddefconfig"))]
 
 
 def tinyconfigs(calls):
@@ -64,6 +79,7 @@ def test_a_changed_fragment_makes_the_config_again(fake_tree):
     build.each_commit("x86_64")
     assert tinyconfigs(calls) == 1
     (out / build.CONFIG_STAMP).unlink()
+    new_commits(out)
     calls.clear()
     build.each_commit("x86_64")
     assert tinyconfigs(calls) == 1
@@ -99,6 +115,48 @@ def test_a_config_cut_short_is_not_taken_for_the_old_one(fake_tree, monkeypatch)
         build.each_commit("x86_64")
     monkeypatch.setattr(build, "run", real)
     frag.write_text(old)
+    new_commits(out)
     calls.clear()
     build.each_commit("x86_64")
     assert tinyconfigs(calls) == 1
+
+
+def test_a_tree_that_built_in_this_config_is_not_built_again(fake_tree, monkeypatch):
+    """Each commit's tree that built is stamped with the config's hash: a
+    second run builds nothing, a changed commit builds alone (the commits
+    before it keep their trees), and a commit that failed builds again."""
+    out, configs, calls = fake_tree
+    assert build.each_commit("x86_64") == []
+    assert len(makes(calls)) == 2
+    calls.clear()
+    assert build.each_commit("x86_64") == []
+    assert makes(calls) == []
+    # the last patch changed: c2 carries another tree
+    monkeypatch.setattr(source, "out", lambda cmd: "c1 c2" if "rev-list" in cmd
+                        else {"c1^{tree}": "t1", "c2^{tree}": "t2b"}[cmd[-1]]
+                        if "rev-parse" in cmd else "subject")
+    calls.clear()
+    assert build.each_commit("x86_64") == []
+    assert len(makes(calls)) == 1
+    # a changed fragment: every tree builds again in the new config
+    (configs / "x86_64.config").write_text("CONFIG_X86_64=y\nCONFIG_NEW=y\n")
+    calls.clear()
+    build.each_commit("x86_64")
+    assert len(makes(calls)) == 2
+
+
+def test_a_commit_that_fails_is_not_stamped(fake_tree, monkeypatch):
+    out, _, calls = fake_tree
+    real = build.run
+
+    def fail_make(cmd, **kw):
+        real(cmd, **kw)
+        failing = cmd[0] == "make" and "tinyconfig" not in cmd and "olddefconfig" not in cmd
+        return types.SimpleNamespace(returncode=2 if failing else 0)
+    monkeypatch.setattr(build, "run", fail_make)
+    monkeypatch.setattr(build, "first_error", lambda log: "error")
+    assert build.each_commit("x86_64") == ["c1", "c2"]
+    monkeypatch.setattr(build, "run", real)
+    calls.clear()
+    assert build.each_commit("x86_64") == []
+    assert len(makes(calls)) == 2

@@ -270,12 +270,26 @@ def image_path(arch_name, variant="default", flavour="patched"):
     return config.build_dir(arch_name, variant, flavour) / a.image
 
 
+# Beside the bisect build directory: one empty file per commit tree that
+# built there, named by built_key().
+BUILT_DIR = "built"
+
+
+def built_key(tree_hash, config_hash_):
+    """The name of the stamp of a commit that built: its tree (the source,
+    whatever commit carries it) and the config fragments' hash."""
+    return f"{tree_hash}-{config_hash_}"
+
+
 def each_commit(arch_name, variant="default"):
     """Build every commit of the series in a scratch worktree (bisectability).
 
     The worktree WORK/src/bisect shares the repository of the source trees;
     its build directory is a direct child of it, so ccache hits what the
-    stock and patched builds compiled.  Returns the list of failed commits.
+    stock and patched builds compiled.  A commit whose tree built before in
+    the same config (a stamp in BUILT_DIR) is not built again: a change to
+    one patch builds that commit and the ones after it, and a run cut off
+    goes on where it stopped.  Returns the list of failed commits.
     """
     from . import source
     patched = source.apply()
@@ -292,8 +306,15 @@ def each_commit(arch_name, variant="default"):
     env = dict(os.environ, **BUILD_ENV)
     base = make_cmd(a, tree, out, "bisect")
     failed = []
+    built = out / BUILT_DIR
     for c in commits:
         subject = source.out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
+        stamp = built / built_key(
+            source.out(["git", "-C", str(patched), "rev-parse", f"{c}^{{tree}}"]), want)
+        if stamp.exists():
+            say(f"builds {arch_name}: {c[:12]} {subject} (this tree built before, "
+                "in this config)")
+            continue
         run(["git", "-C", str(tree), "checkout", "-q", "--detach", c], quiet=True)
         log = config.log_dir() / f"bisect-{arch_name}-{c[:12]}.log"
         log.write_text("")
@@ -311,7 +332,10 @@ def each_commit(arch_name, variant="default"):
         p = run(base, env=env, log=log, check=False)
         ok = p.returncode == 0
         say(f"{'builds' if ok else 'FAILS '} {arch_name}: {c[:12]} {subject}")
-        if not ok:
+        if ok:
+            built.mkdir(exist_ok=True)
+            stamp.touch()
+        else:
             print(first_error(log))
             failed.append(c)
     return failed
