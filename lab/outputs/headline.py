@@ -61,23 +61,33 @@ def declared(results_dir):
     return series, figures
 
 
-def _runs(results_dir, name, cache):
+@dataclass(frozen=True)
+class Stored:
+    """A stored measurement's runs, grouped once for all its figures:
+    (arch, workload, flavour, mode) -> the measured runs, and -> the probe
+    runs (stats.summarize())."""
+    runs: list
+    groups: dict
+    probes: dict
+
+
+def _stored(results_dir, name, cache):
     if name not in cache:
         d = Path(results_dir) / name
         if not (d / "runs.json").is_file():
             raise LabError(f"{d}/runs.json not found: headline.toml names a "
                            "measurement that is not stored")
-        cache[name] = history.load(d)[0]
+        runs = history.load(d)[0]
+        cache[name] = Stored(runs, stats.summarize(runs), stats.summarize(runs, probe=True))
     return cache[name]
 
 
-def _values(runs, fig, flavour, mode):
-    """The figure's values in the runs of a kernel flavour and mode: one per
-    measured run, or for a kprobe count the probe run's."""
+def _values(m, fig, flavour, mode):
+    """The figure's values in the runs of a kernel flavour and mode of a
+    Stored m: one per measured run, or for a kprobe count the probe run's."""
     source, _, key = fig.measure.partition(".")
     probe = source == "kprobe"
-    group = stats.summarize(runs, probe=probe).get(
-        (fig.arch, fig.workload, flavour, mode), [])
+    group = (m.probes if probe else m.groups).get((fig.arch, fig.workload, flavour, mode), [])
     if probe:
         return [r.get("kprobe", {})[key] for r in group[:1] if key in r.get("kprobe", {})]
     if fig.measure == "time":
@@ -128,13 +138,13 @@ def _fmt(fig, st):
     return text + f" ±{spread * 50:.2f}%"
 
 
-def _off_vs_stock(runs, fig):
+def _off_vs_stock(groups, fig):
     """The bench's switch-off-against-stock check of the figure's workload
     (tables.off_vs_stock_check(), on the workload's time and compared
     counters), short: 'OK (+0.12%)', 'DIFFERS (-3.10%; <counters>)',
     'no verdict (+2.10%; runs vary by 15%)', each with '; one run' when a
     side has one run, or 'not measured'."""
-    c = tables.off_vs_stock_check(stats.summarize(runs), fig.arch,
+    c = tables.off_vs_stock_check(groups, fig.arch,
                                   workloads.BY_NAME[fig.workload])
     if c is None:
         return "not measured"
@@ -159,18 +169,18 @@ def _row(results_dir, fig, cache):
     if fig.mode not in w.modes:
         raise LabError(f"headline.toml: {fig.workload} has no mode {fig.mode} "
                        f"(its modes: {', '.join(w.modes)})")
-    runs = _runs(results_dir, fig.results, cache)
-    _check_measure(runs, fig)
-    off = stats.stats(_values(runs, fig, "patched", "off"))
-    on = stats.stats(_values(runs, fig, "patched", fig.mode))
+    m = _stored(results_dir, fig.results, cache)
+    _check_measure(m.runs, fig)
+    off = stats.stats(_values(m, fig, "patched", "off"))
+    on = stats.stats(_values(m, fig, "patched", fig.mode))
     if not off or not on:
         raise LabError(f"headline.toml: {fig.results} has no {fig.arch} "
                        f"{fig.workload} runs of {fig.measure} with the switch off "
                        f"and {fig.mode}")
     what = f"{fig.workload}: {_label(fig)}" + (f" ({fig.mode})" if fig.mode != "on" else "")
     return (f"| {fig.arch} | {what} | {_fmt(fig, off)} | {_fmt(fig, on)} | "
-            f"{stats.change(off, on)} | {_off_vs_stock(runs, fig)} | "
-            f"[{_when(fig.results, runs)}](docs/results/{fig.results}/report.md) |")
+            f"{stats.change(off, on)} | {_off_vs_stock(m.groups, fig)} | "
+            f"[{_when(fig.results, m.runs)}](docs/results/{fig.results}/report.md) |")
 
 
 def _table(results_dir, series, figures, cache, upstream):
