@@ -249,3 +249,20 @@ def test_lab_report_remakes_a_report_from_runs_json(tmp_path):
     (tmp_path / "runs.json").write_text(json.dumps(runs))
     assert cli.main(["report", str(tmp_path)]) == 2
     assert cli.main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_a_mechanism_counts_the_functions_called_in_its_place():
+    """contpte_early_exit makes ptep_get() call contpte_ptep_get_early_exit()
+    in place of contpte_ptep_get(): the row counts both, and both are armed;
+    stock, which cannot probe the new function, counts the old one."""
+    w = workloads.BY_NAME["read-smaps"]
+    plan = workloads.plan([w], 2, "patched", quick=True, arch_name="arm64")
+    assert "lab_kprobe contpte_ptep_get contpte_ptep_get\n" in plan
+    assert "lab_kprobe contpte_ptep_get_early_exit contpte_ptep_get_early_exit\n" in plan
+    runs = [probe("read-smaps", "stock", "stock", contpte_ptep_get=164534),
+            probe("read-smaps", "off", contpte_ptep_get=164373),
+            probe("read-smaps", "on", contpte_ptep_get_early_exit=164373)]
+    runs[0]["kprobe_failed"] = ["contpte_ptep_get_early_exit"]
+    md = tables.mechanism_table(stats.summarize(runs, probe=True), [w], "arm64")
+    assert "| read-smaps | contiguous-block reads: contpte_ptep_get() and " \
+        "contpte_ptep_get_early_exit() calls | 164,534 | 164,373 | 164,373 | 1.0 |" in md

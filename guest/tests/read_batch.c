@@ -197,8 +197,10 @@ static long long rb_insn_busiest(const struct rb_insn_probes *pr,
 /*
  * Fails unless @calls of @what for @n PTEs show the path of the mode: with
  * the switch on (@batched), at most one per 8 PTEs (one per 64 kB folio
- * and a margin); with it off and on stock, at least one per PTE, as 6.12
- * makes.  @why_on and @why_off say what a failure means.
+ * and a margin) and at least one per 64 kB folio (the walk reached every
+ * folio: a count that did not move is no batch); with it off and on stock,
+ * at least one per PTE, as 6.12 makes.  @why_on and @why_off say what a
+ * failure means.
  */
 static void rb_assert_per_pte(struct __test_metadata *_metadata,
 			      const struct lab_env *env, bool batched,
@@ -211,6 +213,9 @@ static void rb_assert_per_pte(struct __test_metadata *_metadata,
 		ASSERT_LE(calls * 8, (long long)n)
 			TH_LOG("%s: more than one call per 8 PTEs: %s", env->mode,
 			       why_on);
+		ASSERT_LE((long long)n, calls * 16)
+			TH_LOG("%s: fewer calls than 64 kB folios: the walk did not reach them",
+			       env->mode);
 	} else {
 		ASSERT_LE((long long)n, calls)
 			TH_LOG("%s: fewer calls than PTEs: %s", env->mode, why_off);
@@ -243,11 +248,12 @@ FIXTURE_TEARDOWN(mech)
  * Proves contpte_early_exit by its mechanism: reading /proc/self/smaps
  * makes the kernel ptep_get() every PTE, and each ptep_get() of an entry of
  * a contiguous block calls contpte_ptep_get(), which reads the block's 16
- * entries on stock and with the switch off.  With it on, a block whose
- * first entry is young and dirty (written memory) is read once.  A kprobe
- * on each instruction of contpte_ptep_get() and of the loops it calls out
- * of line counts how often the busiest instruction runs per call: at least
- * 16 off and on stock, at most 2 on.
+ * entries, on stock and with the switch off; with it on, ptep_get() calls
+ * contpte_ptep_get_early_exit() instead, which reads a block whose first
+ * entry is young and dirty (written memory) once.  A kprobe on each
+ * instruction of the two counts how often the busiest instruction runs per
+ * call: at least 16 off and on stock, at most 2 on; and each mode's calls
+ * must all go to its own function.
  * 16 blocks of 64 kB, smaps read 4 times.  x86_64 has no contiguous PTEs.
  */
 TEST_F_TIMEOUT(mech, contpte_reads, 300)
@@ -255,8 +261,8 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 	struct lab_env *env = &self->env;
 	static struct rb_insn_probes pr;
 	static long long h0[768], h1[768];
-	long long c0, c1, calls, most;
-	const char *entry;
+	long long c0, c1, e0 = 0, e1 = 0, calls, most;
+	const char *entry, *early;
 	double trips;
 	char *p;
 	int r;
@@ -267,33 +273,49 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 		      FOLIO / LAB_SZ_1K, false);
 	entry = rb_insn_probes_add(_metadata, &pr, "contpte_ptep_get", 0);
 	ASSERT_NE(NULL, entry) TH_LOG("cannot probe contpte_ptep_get");
-	/* the early exit's loops and the 6.12 loop, each out of line */
-	rb_insn_probes_add(_metadata, &pr, "contpte_gather_young_dirty", 1);
-	rb_insn_probes_add(_metadata, &pr, "contpte_gather_young_dirty_all", 2);
+	/* the early exit, which stock does not have */
+	early = rb_insn_probes_add(_metadata, &pr, "contpte_ptep_get_early_exit", 1);
+	if (variant->value >= 0)
+		ASSERT_NE(NULL, early)
+			TH_LOG("cannot probe contpte_ptep_get_early_exit");
 	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 
 	rb_insn_hits(_metadata, &pr, h0);
 	c0 = lab_kprobe_hits(entry);
+	if (early)
+		e0 = lab_kprobe_hits(early);
 	for (r = 0; r < 4; r++)
 		rb_read_smaps(_metadata);
 	c1 = lab_kprobe_hits(entry);
+	if (early)
+		e1 = lab_kprobe_hits(early);
 	rb_insn_hits(_metadata, &pr, h1);
 	munmap(p, LEN);
+	ASSERT_LE(0, c0);
+	ASSERT_LE(c0, c1);
+	ASSERT_LE(0, e0);
+	ASSERT_LE(e0, e1);
 
-	calls = c1 - c0;
+	calls = (c1 - c0) + (e1 - e0);
 	most = rb_insn_busiest(&pr, h0, h1);
 	trips = calls ? (double)most / calls : 0;
-	ksft_print_msg("%s: %lld contpte_ptep_get() calls, busiest instruction %lld times (%.2f per call)\n",
-		       env->mode, calls, most, trips);
+	ksft_print_msg("%s: %lld contpte_ptep_get() and %lld contpte_ptep_get_early_exit() calls, busiest instruction %lld times (%.2f per call)\n",
+		       env->mode, c1 - c0, e1 - e0, most, trips);
 	ASSERT_LE((long long)(4 * NR_PTES), calls)
 		TH_LOG("fewer calls than smaps reads of the PTEs: the blocks were not contiguous");
 	if (variant->value > 0) {
+		ASSERT_EQ(0, c1 - c0)
+			TH_LOG("%s: ptep_get() still calls 6.12's contpte_ptep_get()",
+			       env->mode);
 		ASSERT_GE(2.0, trips)
 			TH_LOG("%s: a young and dirty first entry still reads on through the block",
 			       env->mode);
 	} else {
+		ASSERT_EQ(0, e1 - e0)
+			TH_LOG("%s: the early exit ran with the switch off",
+			       env->mode);
 		ASSERT_LE(16.0, trips)
 			TH_LOG("%s: 6.12 reads all 16 entries of a block per call",
 			       env->mode);
@@ -302,7 +324,8 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 
 /*
  * Proves mincore_batch by its mechanism: mincore() of written 64 kB folios
- * calls contpte_ptep_get() (a kprobe counts it) once per PTE on stock and
+ * calls contpte_ptep_get() or, with contpte_early_exit on,
+ * contpte_ptep_get_early_exit() (kprobes count both) once per PTE on stock and
  * with the switch off, once per block with it on: at most one per 8 PTEs.
  * 16 blocks, mincore() 4 times.  Without contiguous PTEs (x86_64) the
  * switch is not built and mincore() is 6.12's.
@@ -311,7 +334,7 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 {
 	struct lab_env *env = &self->env;
 	unsigned char vec[NR_PTES];
-	long long h0, h1, calls;
+	long long h0, h1, e0 = 0, e1 = 0, calls;
 	size_t i;
 	char *p;
 	int r, err;
@@ -322,19 +345,33 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 		      FOLIO / LAB_SZ_1K, false);
 	err = lab_kprobe_add("rb_cpg", "contpte_ptep_get");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on contpte_ptep_get: %s", strerror(-err));
+	/* ptep_get() calls this one instead while contpte_early_exit is on */
+	if (variant->value >= 0) {
+		err = lab_kprobe_add("rb_cpe", "contpte_ptep_get_early_exit");
+		ASSERT_EQ(0, err) TH_LOG("kprobe on contpte_ptep_get_early_exit: %s",
+					 strerror(-err));
+	}
 	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 
 	h0 = lab_kprobe_hits("rb_cpg");
+	if (variant->value >= 0)
+		e0 = lab_kprobe_hits("rb_cpe");
 	for (r = 0; r < 4; r++)
 		ASSERT_EQ(0, mincore(p, LEN, vec));
 	h1 = lab_kprobe_hits("rb_cpg");
+	if (variant->value >= 0)
+		e1 = lab_kprobe_hits("rb_cpe");
 	munmap(p, LEN);
+	ASSERT_LE(0, h0);
+	ASSERT_LE(h0, h1);
+	ASSERT_LE(0, e0);
+	ASSERT_LE(e0, e1);
 	for (i = 0; i < NR_PTES; i++)
 		ASSERT_EQ(1, vec[i] & 1) TH_LOG("page %zu not resident", i);
 
-	calls = h1 - h0;
+	calls = (h1 - h0) + (e1 - e0);
 	rb_assert_per_pte(_metadata, env, variant->value > 0, calls, 4 * NR_PTES,
 			  "contpte_ptep_get() (mincore())",
 			  "the blocks were not batched", "6.12 reads every PTE");
@@ -374,6 +411,8 @@ TEST_F_TIMEOUT(mech, mbind_lookups, 120)
 			TH_LOG("mbind to node %d: %s", node, strerror(errno));
 	h1 = lab_kprobe_hits("rb_vnf");
 	munmap(p, LEN);
+	ASSERT_LE(0, h0);
+	ASSERT_LE(h0, h1);
 
 	calls = h1 - h0;
 	rb_assert_per_pte(_metadata, env, variant->value > 0, calls, 4 * NR_PTES,

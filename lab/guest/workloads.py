@@ -25,16 +25,26 @@ class Mechanism:
     with a kprobe event (lab_kprobe) in the probe runs (PROBE_REP) only.
 
     limit(run) is what a perfect batch would reach with the switch on
-    (None: no such figure); arches are the arches that have the function."""
+    (None: no such figure); arches are the arches that have the function;
+    also names functions whose calls count as the function's: the same work,
+    which a kernel calls in its place (the patched kernel with a switch on),
+    and which a kernel without them (stock) cannot be probed for."""
     label: str
     function: str
     arches: tuple
     limit: object = None
     key: str = ""        # the kprobe event's name, if not the function's
+    also: tuple = ()
 
     @property
     def event(self):
         return self.key or self.function.lstrip("_")
+
+    @property
+    def probes(self):
+        """(event, function) of each kprobe the mechanism counts."""
+        return [(self.event, self.function)] + \
+            [(f.lstrip("_"), f) for f in self.also]
 
 
 # contpte blocks are unfolded and refolded when a range covers part of one;
@@ -406,9 +416,13 @@ def _readside(name, what, switch, thp, mode, seed, metrics=(), mechanisms=(),
         **kw)
 
 
-# arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry
-CONTPTE_GET = Mechanism("contiguous-block reads: contpte_ptep_get() calls",
-                        "contpte_ptep_get", ("arm64",))
+# arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry;
+# with contpte_early_exit on, ptep_get() calls contpte_ptep_get_early_exit()
+# in its place (stock has no such function)
+CONTPTE_GET = [Mechanism("contiguous-block reads: contpte_ptep_get() and "
+                         "contpte_ptep_get_early_exit() calls",
+                         "contpte_ptep_get", ("arm64",),
+                         also=("contpte_ptep_get_early_exit",))]
 # the queueing walk of mbind() and migrate_pages(): a folio look-up per PTE
 # in 6.12, per folio with mbind_batch
 FOLIO_LOOKUPS = Mechanism("folio look-ups: vm_normal_folio() calls", "vm_normal_folio",
@@ -641,29 +655,29 @@ WORKLOADS = [
               "(each reads every PTE's contiguous block)", "contpte_early_exit",
               "64kB", "mlock",
               "arm64: -50.6% instructions, -46.4% time (upstream 093ae7a033cf)",
-              [READ_64K], [CONTPTE_GET], arches=("arm64",)),
+              [READ_64K], CONTPTE_GET, arches=("arm64",)),
     _readside("read-smaps", "the read side: a read of /proc/self/smaps over 64 KB "
               "folios, written (young and dirty)", "contpte_early_exit",
               "64kB", "smaps", "goal: time on/off at most 0.70",
               [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
-              [CONTPTE_GET], arches=("arm64",)),
+              CONTPTE_GET, arches=("arm64",)),
     _readside("read-smaps-old", "the smaps read after clear_refs made every entry "
               "old: no young entry, so both forms read all 16 entries of a block "
               "(the loop that looks for the missing bit is the difference)",
               "contpte_early_exit", "64kB", "smaps-old",
               "no early exit: every entry is read either way",
               [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
-              [CONTPTE_GET], arches=("arm64",)),
+              CONTPTE_GET, arches=("arm64",)),
     _readside("read-mincore", "the read side: mincore() of 64 KB folios",
               "mincore_batch", "64kB", "mincore",
               "arm64: 1 GB of 64 KB mTHP 6022 -> 1115 us, -81% (upstream 4df65651f707)",
               [READ_64K, ("resident pages", "metrics", "resident_pages")],
-              [CONTPTE_GET], arches=("arm64",)),
+              CONTPTE_GET, arches=("arm64",)),
     _readside("read-mincore-4k", "mincore() with 4 KB pages only (control)",
               "mincore_batch", "none", "mincore",
               "within 1% (no contiguous block)",
               [("resident pages", "metrics", "resident_pages")],
-              [CONTPTE_GET], arches=("arm64",)),
+              CONTPTE_GET, arches=("arm64",)),
     _readside("read-mbind-stay", "the read side: mbind(MPOL_MF_MOVE | MPOL_MF_STRICT) "
               "of 64 KB folios to the node they are on: the queueing walk alone",
               "mbind_batch", "64kB", "mbind-stay",
@@ -727,7 +741,8 @@ def kprobe_lines(workloads, arch_name):
     for w in workloads:
         for m in w.mechanisms:
             if arch_name in m.arches:
-                seen.setdefault(m.event, m.function)
+                for event, function in m.probes:
+                    seen.setdefault(event, function)
     return [f"lab_kprobe {e} {f}" for e, f in seen.items()]
 
 
