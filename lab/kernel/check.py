@@ -55,6 +55,14 @@ of the .c files the series changes, in both trees; those objects are
 deleted first, so that they compile again and the log holds all their
 warnings.
 
+Modules: a directory build runs no modpost, so a module that needs a
+symbol nothing exports since the series (a static inline that now names a
+new variable) would fail to link only on a user's machine.  Where the
+config builds modules, modsyms.unexported_needs() takes, with nm, what each
+module object of the build leaves undefined on patched and not on stock,
+and fails the leaf for a symbol no EXPORT_SYMBOL*() of the patched tree
+names; the verdict notes when there was no module object to look at.
+
 Each-commit leaves run build.each_commit() (every commit of the series
 builds) for x86_64 and arm64.
 
@@ -102,7 +110,7 @@ from pathlib import Path
 
 from ..core import config
 from ..core.util import LabError, out, run, say
-from . import build, source
+from . import build, modsyms, source
 
 
 @dataclass(frozen=True)
@@ -341,8 +349,7 @@ def goals(v, t, build_out, full, c_files, headers, quick=False):
     dirs = variant_dirs(v, quick)
     if full or not dirs:
         return [] if v.base == "lab" else ["vmlinux"]
-    dirs = [d.format(srcarch=t.srcarch) for d in dirs]
-    dirs += [d for d in dirs_of(c_files) if d not in dirs]
+    dirs = built_dirs(v, t, quick, c_files)
     objs = [o for o in objects_including(build_out, headers)
             if buildable(build_out, o) and not o.startswith(tuple(dirs))]
     return dirs + objs
@@ -675,6 +682,7 @@ def build_variant(v, t, full, quick=False):
     if not ok["stock"]:
         return verdict("pass", ", ".join(notes + [f"the stock build failed (log: "
                                                   f"{logs['stock']}), warnings not compared"]))
+    modules_failed = module_check(v, t, full, quick, c_files, headers, notes)
     extra, no_sparse = {}, ""
     for sparse in (True, False):
         extra, failed, errs = {}, {}, {}
@@ -713,9 +721,52 @@ def build_variant(v, t, full, quick=False):
         notes.append(f"{len(known)} known false warning{'s' * (len(known) != 1)}")
     if new:
         notes.insert(0, f"{len(new)} new warning{'s' * (len(new) != 1)}")
+    if modules_failed:
+        notes.insert(0, modules_failed)
+    if new or modules_failed:
         return verdict("fail", ", ".join(notes), new=new, no_sparse=no_sparse,
                        known=known)
     return verdict("pass", ", ".join(notes), no_sparse=no_sparse, known=known)
+
+
+def built_dirs(v, t, quick, c_files):
+    """The directories goals() builds without --full."""
+    dirs = [d.format(srcarch=t.srcarch) for d in variant_dirs(v, quick)]
+    return dirs + [d for d in dirs_of(c_files) if d not in dirs]
+
+
+def module_check(v, t, full, quick, c_files, headers, notes):
+    """The module-symbol check of a built leaf (modsyms): appends what it
+    did to notes; returns the failure's text, or "" when it passed or
+    could not apply."""
+    patched = build_dir(v, "patched")
+    if not modules_on(patched):
+        return ""
+    if full or not variant_dirs(v, quick):
+        notes.append("modules not built: module symbols not checked")
+        return ""
+    objs = [o for o in objects_including(patched, headers) if buildable(patched, o)]
+    try:
+        missing, n = modsyms.unexported_needs(
+            f"{t.cross}nm", patched, build_dir(v, "stock"), config.source_tree("patched"),
+            built_dirs(v, t, quick, c_files), objs)
+    except LabError as e:
+        return f"module symbols: {e}"
+    if not n:
+        notes.append("no module object among the built objects: module symbols not checked")
+        return ""
+    if missing:
+        return (f"{len(missing)} symbol{'s' * (len(missing) != 1)} that a module needs "
+                "with the series and nothing exports (modpost would stop): " +
+                "; ".join(f"{m}: {sym}" for m, sym in missing))
+    notes.append(f"module symbols exported ({n} module object{'s' * (n != 1)})")
+    return ""
+
+
+def modules_on(build_out):
+    """Whether a build directory's config builds modules."""
+    dotconfig = Path(build_out) / ".config"
+    return dotconfig.exists() and "\nCONFIG_MODULES=y\n" in "\n" + dotconfig.read_text()
 
 
 def failed_build(log, stock_log=None):
@@ -728,6 +779,11 @@ def failed_build(log, stock_log=None):
         if normalise(stock_line) and normalise(stock_line) == normalise(line):
             return verdict("skip", f"the stock build fails the same way: {line}", err)
     return verdict("fail", f"build failed: {line}", err)
+
+
+# What a leaf's verdict covers beside the build and its warnings; a
+# stored verdict without one of them is stale.
+CHECKS = ["module symbols"]
 
 
 def stamp_inputs(v, t, full, quick=False):
@@ -743,10 +799,13 @@ def stamp_inputs(v, t, full, quick=False):
         # a verdict on warnings holds only for the table it was judged by:
         # an entry taken out must fail the leaves that relied on it
         inputs["known_false"] = sorted(KNOWN_FALSE)
+        # a verdict from before a check was added did not run it
+        inputs["checks"] = CHECKS
     return inputs
 
 
 def needs(v, t):
     """Programs a leaf needs that are not on PATH."""
-    progs = [f"{t.cross}gcc"] + (["sparse"] if v.base != "each-commit" else [])
+    progs = [f"{t.cross}gcc"] + \
+        ([f"{t.cross}nm", "sparse"] if v.base != "each-commit" else [])
     return [p for p in progs if not shutil.which(p)]
