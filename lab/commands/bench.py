@@ -299,7 +299,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
         if m:
             failed.append(m.group(1))
             warn(f"{name}: could not set a kprobe on {m.group(1)}; its "
-                 "mechanism row is left out")
+                 "mechanism counts of this kernel are n/a")
     m = re.search(r"LAB-READY: (\S+)", console)
     meta = dict(meta_base, flavour=flavour, kernel=m.group(1) if m else "unknown",
                 console=str(b.console), kprobe_failed=failed,

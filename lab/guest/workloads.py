@@ -419,7 +419,7 @@ def _readside(name, what, switch, thp, mode, seed, metrics=(), mechanisms=(),
 # arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry;
 # with contpte_early_exit on, ptep_get() calls contpte_ptep_get_early_exit()
 # in its place (stock has no such function)
-CONTPTE_GET = [Mechanism("contiguous-block reads: contpte_ptep_get() and "
+CONTPTE_READS = [Mechanism("contiguous-block reads: contpte_ptep_get() and "
                          "contpte_ptep_get_early_exit() calls",
                          "contpte_ptep_get", ("arm64",),
                          also=("contpte_ptep_get_early_exit",))]
@@ -655,29 +655,29 @@ WORKLOADS = [
               "(each reads every PTE's contiguous block)", "contpte_early_exit",
               "64kB", "mlock",
               "arm64: -50.6% instructions, -46.4% time (upstream 093ae7a033cf)",
-              [READ_64K], CONTPTE_GET, arches=("arm64",)),
+              [READ_64K], CONTPTE_READS, arches=("arm64",)),
     _readside("read-smaps", "the read side: a read of /proc/self/smaps over 64 KB "
               "folios, written (young and dirty)", "contpte_early_exit",
               "64kB", "smaps", "goal: time on/off at most 0.70",
               [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
-              CONTPTE_GET, arches=("arm64",)),
+              CONTPTE_READS, arches=("arm64",)),
     _readside("read-smaps-old", "the smaps read after clear_refs made every entry "
               "old: no young entry, so both forms read all 16 entries of a block "
               "(the loop that looks for the missing bit is the difference)",
               "contpte_early_exit", "64kB", "smaps-old",
               "no early exit: every entry is read either way",
               [READ_64K, ("smaps bytes read", "metrics", "smaps_bytes")],
-              CONTPTE_GET, arches=("arm64",)),
+              CONTPTE_READS, arches=("arm64",)),
     _readside("read-mincore", "the read side: mincore() of 64 KB folios",
               "mincore_batch", "64kB", "mincore",
               "arm64: 1 GB of 64 KB mTHP 6022 -> 1115 us, -81% (upstream 4df65651f707)",
               [READ_64K, ("resident pages", "metrics", "resident_pages")],
-              CONTPTE_GET, arches=("arm64",)),
+              CONTPTE_READS, arches=("arm64",)),
     _readside("read-mincore-4k", "mincore() with 4 KB pages only (control)",
               "mincore_batch", "none", "mincore",
               "within 1% (no contiguous block)",
               [("resident pages", "metrics", "resident_pages")],
-              CONTPTE_GET, arches=("arm64",)),
+              CONTPTE_READS, arches=("arm64",)),
     _readside("read-mbind-stay", "the read side: mbind(MPOL_MF_MOVE | MPOL_MF_STRICT) "
               "of 64 KB folios to the node they are on: the queueing walk alone",
               "mbind_batch", "64kB", "mbind-stay",

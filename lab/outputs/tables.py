@@ -174,8 +174,13 @@ def mechanism_table(probes, workloads, arch):
             # a kernel without the function (stock has no batched helper)
             # could not set the kprobe: n/a there, the row goes when no
             # kernel had it
+            # an also-function (the one a switch calls instead) that the
+            # patched kernel could not probe leaves its calls unmeasured;
+            # stock has none to call
             failed = {k for k, rs in runs.items()
-                      if any(m.function in r.get("kprobe_failed", ()) for r in rs)}
+                      if any(f in r.get("kprobe_failed", ())
+                             for r in rs
+                             for f in (m.function,) + (m.also if k[0] == "patched" else ()))}
             if not any(rs for k, rs in runs.items() if k not in failed):
                 continue
 
