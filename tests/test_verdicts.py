@@ -637,3 +637,31 @@ def test_a_check_thread_that_ends_without_a_word_fails(monkeypatch, capsys):
                            no_cache=False, jobs=2, no_check=False, kcidb=None)
     assert cli_test.cmd_test(args) == 1
     assert capsys.readouterr().out.rstrip().endswith("1 passed, 1 failed")
+
+
+def test_a_saved_run_names_the_commit_it_started_from(tmp_path, monkeypatch):
+    """A run tests the tree it started from: a commit made while it runs
+    is not in its builds, and uncommitted changes are marked."""
+    import json
+    import subprocess
+
+    from lab.core import config, tally as tally_mod
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a").write_text("1\n")
+    subprocess.run(git + ["add", "a"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "one"], check=True)
+    first = subprocess.run(git + ["rev-parse", "--short=7", "HEAD"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    monkeypatch.setattr(config, "REPO", repo)
+    t = tally_mod.Tally()
+    t.add("pass", "x")
+    (repo / "a").write_text("2\n")
+    subprocess.run(git + ["commit", "-q", "-am", "two"], check=True)
+    info = tally_mod.info_path(t.save("test"))
+    assert json.loads(info.read_text())["commit"] == first
+    (repo / "a").write_text("3\n")
+    assert tally_mod.Tally().commit.endswith("+changes")

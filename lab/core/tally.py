@@ -31,11 +31,28 @@ def info_path(rows_path):
     return rows_path.with_name(rows_path.stem + ".info")
 
 
+def repo_commit():
+    """The repository's commit, short, with "+changes" when the work tree
+    differs from it (files git tracks or would track); "unknown" outside
+    git."""
+    git = ["git", "-C", str(config.REPO)]
+    head = subprocess.run(git + ["rev-parse", "--short=7", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    if not head:
+        return "unknown"
+    dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=normal"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+changes" if dirty else "")
+
+
 class Tally:
     def __init__(self):
         self.rows = []          # (status, name, detail)
         self.notes = []         # lines for the summary (note())
         self.timer = Timer()
+        # what the run tests is the tree it started from: commits made
+        # while it runs are not in its builds and images
+        self.commit = repo_commit()
 
     def note(self, line):
         """Add a line to the summary (once), e.g. what a plan left out."""
@@ -61,17 +78,15 @@ class Tally:
                      f"{self.count('skip')} skipped)")
 
     def save(self, kind):
-        """Write the rows to WORK/results/<kind>-<time>.json, and the run's
-        commit and time so far beside them (info_path()); return the rows'
-        path."""
+        """Write the rows to WORK/results/<kind>-<time>.json, and the
+        commit the run started from and its time so far beside them
+        (info_path()); return the rows' path."""
         self.close()
         out = config.WORK / "results" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
                                    for s, n, d in self.rows], indent=1))
-        commit = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=7",
-                                 "HEAD"], capture_output=True, text=True).stdout.strip()
-        info_path(out).write_text(json.dumps({"commit": commit or "unknown",
+        info_path(out).write_text(json.dumps({"commit": self.commit,
                                               "time": str(self.timer)}) + "\n")
         return out
 
