@@ -396,7 +396,7 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 
 	calls = (h1 - h0) + (e1 - e0);
 	rb_assert_per_pte(_metadata, env, variant->value > 0, calls, 4 * NR_PTES,
-			  "contpte_ptep_get() (mincore())",
+			  "contiguous-block read (mincore())",
 			  "the blocks were not batched", "6.12 reads every PTE");
 }
 
