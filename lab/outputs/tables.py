@@ -173,10 +173,9 @@ def mechanism_table(probes, workloads, arch):
                                     ("patched", "on"))}
             # a kernel without the function (stock has no batched helper)
             # could not set the kprobe: n/a there, the row goes when no
-            # kernel had it
-            # an also-function (the one a switch calls instead) that the
-            # patched kernel could not probe leaves its calls unmeasured;
-            # stock has none to call
+            # kernel had it; so is a patched kernel that could not probe an
+            # also-function (the one a switch calls instead), whose calls
+            # went unmeasured; stock has none to call
             failed = {k for k, rs in runs.items()
                       if any(f in r.get("kprobe_failed", ())
                              for r in rs
