@@ -7,10 +7,12 @@ set -o pipefail
 
 LAB_N=0
 
-# lab_plan N: print the KTAP header for N programs.
+# lab_plan N: print the KTAP header for N programs, and the memory before
+# the first (lab_memstate).
 lab_plan() {
 	echo "KTAP version 1"
 	echo "1..$1"
+	lab_memstate "<start>"
 }
 
 # lab_indent: copy stdin to stdout line by line, indented by four spaces.
@@ -83,6 +85,33 @@ lab_kprobes_clear() {
 	fi
 }
 
+# lab_memstate NAME: drop the page cache, then print the memory that the
+# programs of a boot share, as one line
+# '# lab: mem NAME free=KB avail=KB anonhuge=KB pt=PAGES swap=KB buddy=N0,...,N10'
+# (MemFree, MemAvailable, AnonHugePages, nr_page_table_pages, the swap in
+# use in /proc/swaps, and the free blocks of each order summed over the
+# zones of /proc/buddyinfo).  lab_run prints one before the plan's first
+# program (NAME "<start>") and one after each program; what a program
+# left behind is the difference from the line before it
+# (lab/guest/memstate.py).  The cache is dropped so that a page cache
+# that comes and goes is not taken for a leak, and every program starts
+# with none of it.
+lab_memstate() {
+	sync
+	dc=$LAB_SYSROOT/proc/sys/vm/drop_caches
+	[ -e "$dc" ] && lab_sysfs "$dc" 3
+	m=$(awk '$1 == "MemFree:" { f = $2 } $1 == "MemAvailable:" { a = $2 }
+		$1 == "AnonHugePages:" { h = $2 }
+		END { printf "free=%d avail=%d anonhuge=%d", f, a, h }' \
+		"$LAB_SYSROOT/proc/meminfo")
+	pt=$(awk '$1 == "nr_page_table_pages" { print $2 }' "$LAB_SYSROOT/proc/vmstat")
+	sw=$(awk 'NR > 1 { n += $4 } END { print n + 0 }' "$LAB_SYSROOT/proc/swaps")
+	bd=$(awk '{ for (i = 5; i <= NF; i++) n[i - 5] += $i; if (NF - 5 > k) k = NF - 5 }
+		END { for (i = 0; i <= k; i++) printf "%s%d", (i ? "," : ""), n[i] }' \
+		"$LAB_SYSROOT/proc/buddyinfo")
+	echo "# lab: mem $1 $m pt=${pt:-0} swap=$sw buddy=$bd"
+}
+
 # lab_run NAME TIMEOUT CMD...: run CMD with a timeout in seconds, report it.
 # Exit 0 is ok, 4 (KSFT_SKIP) is ok # SKIP, anything else is not ok.  The
 # knobs of lab_knob_files are as they were before CMD afterwards.
@@ -99,6 +128,7 @@ lab_run() {
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	lab_knobs_restore "$name"
 	lab_kprobes_clear "$name"
+	lab_memstate "$name"
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	case $rc in
 	0) echo "ok $LAB_N $name" ;;
@@ -176,6 +206,7 @@ lab_run_cases() {
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	lab_knobs_restore "$name"
 	lab_kprobes_clear "$name"
+	lab_memstate "$name"
 	echo "# lab: $name took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 	if [ $bad -eq 0 ]; then
 		echo "ok $LAB_N $name"

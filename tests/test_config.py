@@ -60,12 +60,18 @@ def test_plan_runs_each_program_with_a_timeout():
     # so --only uffd-unit-tests) was not counted
     assert suites.plan_programs(suites.test_plan("arm64", only={"uffd-unit-tests", "cow"})) \
         == ["cow", "uffd-unit-tests"]
-    # the programs that map at fixed addresses run without address
-    # randomisation
+    # the upstream programs, several of which map at fixed addresses, run
+    # without address randomisation; the own tests with it
     assert "\nlab_no_aslr lab_run khugepaged 1200 /lab/selftests/mm/khugepaged\n" in plan
     assert "\nlab_no_aslr lab_run_cases uffd-unit-tests 300 " in plan
     assert "\nlab_no_aslr lab_run mremap_test 900 " in plan
-    assert sum(l.startswith("lab_no_aslr ") for l in plan.splitlines()) == 3
+    assert "\nlab_no_aslr lab_run split_huge_page_test 600 " in plan
+    runs = [l for l in plan.splitlines() if " lab_run" in l or l.startswith("lab_run")]
+    for l in runs:
+        prog = l.removeprefix("lab_no_aslr ").split()[1]
+        assert l.startswith("lab_no_aslr ") == suites.is_upstream(prog), l
+    assert {suites.is_upstream(l.removeprefix("lab_no_aslr ").split()[1])
+            for l in runs} == {True, False}
     # uffd-unit-tests runs one case at a time, each case a leaf
     assert "lab_run_cases uffd-unit-tests 300 /lab/selftests/mm/uffd-unit-tests" in plan
     assert "lab_run uffd-unit-tests" not in plan
@@ -174,3 +180,12 @@ def test_the_kernels_have_the_detectors_whose_reports_the_scan_reads():
     patterns = " ".join(p.pattern for p in results.REPORTS)
     for line in ("KFENCE", "soft lockup", "blocked for more than", "list_(add|del) corruption"):
         assert line in patterns
+
+
+def test_no_own_test_maps_at_a_fixed_hint():
+    """The own tests run with address space randomisation (only the upstream
+    programs go without, suites._lines): none of them may map at a literal
+    address, which randomisation could take first."""
+    hint = re.compile(r"mmap\(\s*\(void\s*\*\)\s*\(?\s*(0x[0-9a-fA-F]+|\d+)")
+    for src in sorted((config.GUEST / "tests").glob("*.c")):
+        assert not hint.search(src.read_text()), src.name

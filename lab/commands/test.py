@@ -14,7 +14,10 @@ Verdicts:
   - an upstream selftest leaf that fails on patched but passes on stock is
     a failure; one that fails on stock as well is reported, not counted;
   - a boot that does not reach the plan, does not finish, or whose console
-    shows a kernel report (oops, BUG, WARNING, KASAN, lockdep, ...) fails.
+    shows a kernel report (oops, BUG, WARNING, KASAN, lockdep, ...) fails;
+  - a patched program that leaves more memory, page tables or swap behind
+    than the same program on stock, beyond the stock boot's tolerance,
+    fails (memstate.py).
 The last line is 'N passed, N failed' (Tally.finish); the exit status is 1 on
 any failure.
 """
@@ -30,7 +33,7 @@ from collections import Counter
 
 from ..core import config, deps
 from ..core.util import LabError, Timer, say
-from ..guest import cache, image, results, run, skips, suites
+from ..guest import cache, image, memstate, results, run, skips, suites
 from ..guest.testboot import boot_and_parse, boot_problems
 from ..guest.verdicts import judge
 from ..kernel import build, source
@@ -226,11 +229,15 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     if own:
         note_left_out(tally, arch_name, "tests", only)
     per_flavour = {}
+    texts = {}
     for flavour in config.FLAVOURS:
         if flavour == "stock":
             b = stock_boot(arch_name, variant, plan, use_cache)
         else:
             b = boot_and_parse(arch_name, flavour, variant, plan, "tests", **TEST_BOOT)
+        texts[flavour] = b.text()
+        say(f"{arch_name}/{variant}/{flavour}: memory after each program: "
+            f"{memstate.save(b.console, texts[flavour])}")
         for what, detail in boot_problems(b):
             tally.add("fail", f"{arch_name}/{variant}/{flavour}/{what}", detail)
         if flavour == "patched" and arch_name in suites.CPU_FEATURES:
@@ -243,6 +250,9 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
     rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour),
                              per_flavour["patched"])
     for status, name, detail, _ in rows:
+        tally.add(status, name, detail)
+    for status, name, detail in memstate.judge(f"{arch_name}/{variant}/patched",
+                                               texts["stock"], texts["patched"]):
         tally.add(status, name, detail)
     if own and arch_name in suites.NO_RANGE_TLBI:
         cpu, progs = suites.NO_RANGE_TLBI[arch_name]

@@ -1,0 +1,128 @@
+"""Memstate: the memory a boot's programs leave behind, and what is a leak.
+
+guest/lib.sh's lab_memstate prints, after dropping the page cache, one line
+before a plan's first program ('<start>') and one after each program:
+
+  # lab: mem NAME free=KB avail=KB anonhuge=KB pt=PAGES swap=KB buddy=N0,...
+
+What a program left behind is the change from the line before it.  A patched
+program leaks when it leaves more behind than the same program on stock, by
+more than the stock boot's own tolerance (tolerances()); so does the whole
+boot, from '<start>' to its last line.  The lines stay in the console; a
+boot's table is also saved beside it as JSON (save()).
+"""
+
+import json
+import re
+
+MEM_RE = re.compile(r"^# lab: mem (\S+) (.*)$")
+START = "<start>"
+
+# The counters a leak shows in, with their unit and the sign of a loss:
+# +1 when a loss makes the counter grow (page tables, swap in use), -1 when
+# it makes it fall (MemAvailable).
+LEAK_COUNTERS = {"avail": ("kB", -1), "pt": ("pages", +1), "swap": ("kB", +1)}
+# The least tolerance of each counter, whatever the stock boot shows: the
+# per-CPU page lists, slab and vmalloc move MemAvailable by a few hundred kB
+# from one line to the next, and the swap slot cache holds up to 64 slots
+# per CPU (6.12's SWAP_SLOTS_CACHE_SIZE) with no program running.
+FLOOR = {"avail": 2048, "pt": 8, "swap": 2 * 64 * 4}
+
+
+def parse(text):
+    """[(name, {counter: int}, buddy [free blocks per order])] in console
+    order, from a console text."""
+    out = []
+    for line in text.splitlines():
+        m = MEM_RE.match(line.strip())
+        if not m:
+            continue
+        fields = dict(kv.split("=", 1) for kv in m.group(2).split() if "=" in kv)
+        try:
+            buddy = [int(n) for n in fields.pop("buddy", "").split(",") if n]
+            counters = {k: int(v) for k, v in fields.items()}
+        except ValueError:
+            continue
+        out.append((m.group(1), counters, buddy))
+    return out
+
+
+def left_behind(states):
+    """{program: {counter: loss}} of each program of states (parse()): the
+    change from the line before it, signed so that a loss is positive
+    (LEAK_COUNTERS), and '<boot>' for the first line to the last.  A
+    program that ran twice in a boot adds up."""
+    out = {}
+    for (_, before, _), (name, after, _) in zip(states, states[1:]):
+        d = out.setdefault(name, dict.fromkeys(LEAK_COUNTERS, 0))
+        for c, (_, sign) in LEAK_COUNTERS.items():
+            d[c] += sign * (after.get(c, 0) - before.get(c, 0))
+    if len(states) > 1:
+        first, last = states[0][1], states[-1][1]
+        out["<boot>"] = {c: sign * (last.get(c, 0) - first.get(c, 0))
+                         for c, (_, sign) in LEAK_COUNTERS.items()}
+    return out
+
+
+def tolerances(stock):
+    """{counter: tolerance} that a stock boot's table (left_behind()) sets:
+    the largest change, of either sign, that any one of its programs shows,
+    and at least FLOOR."""
+    progs = [d for name, d in stock.items() if name != "<boot>"]
+    return {c: max([FLOOR[c]] + [abs(d[c]) for d in progs]) for c in LEAK_COUNTERS}
+
+
+def judge(prefix, stock_text, patched_text):
+    """Rows (status, name, detail) of the leak check of a patched boot
+    against the stock boot that ran the same plan: a failed
+    'PREFIX/<program>/<left behind>' row for each program (and '<boot>' for
+    the whole boot) that left more of a counter behind on patched than on
+    stock, by more than the stock boot's tolerance; a failed
+    'PREFIX/<memstate>' row when either boot printed no memory line after a
+    program, so that a check that could not run is not a pass; one passed
+    'PREFIX/<left behind>' row otherwise."""
+    stock = left_behind(parse(stock_text))
+    patched = left_behind(parse(patched_text))
+    missing = [fl for fl, t in (("stock", stock), ("patched", patched)) if not t]
+    if missing:
+        return [("fail", f"{prefix}/<memstate>",
+                 f"no memory line after any program on {' and '.join(missing)}: "
+                 "lab_memstate of guest/lib.sh did not run")]
+    tol = tolerances(stock)
+    rows = []
+    for name, d in patched.items():
+        was = stock.get(name)
+        if was is None:
+            continue
+        over = [f"{c} {d[c]:+,} {LEAK_COUNTERS[c][0]} (stock {was[c]:+,}, "
+                f"tolerance {tol[c]:,})"
+                for c in LEAK_COUNTERS if d[c] - was[c] > tol[c]]
+        if over:
+            rows.append(("fail", f"{prefix}/{name}/<left behind>",
+                         "left behind more than on stock: " + "; ".join(over)))
+    if not rows:
+        rows.append(("pass", f"{prefix}/<left behind>",
+                     f"{len(patched) - 1} programs and the whole boot within the stock "
+                     "boot's tolerance (" + ", ".join(
+                         f"{c} {tol[c]:,} {LEAK_COUNTERS[c][0]}" for c in LEAK_COUNTERS)
+                     + ")"))
+    return rows
+
+
+def table(text):
+    """The rows of a boot's memory table: each line of parse() with what the
+    program left behind (left_behind()), for save()."""
+    states = parse(text)
+    behind = left_behind(states)
+    return [{"program": name, **counters, "buddy": buddy,
+             "left_behind": behind.get(name) if name != START else None}
+            for name, counters, buddy in states]
+
+
+def save(console, text):
+    """Write a boot's memory table (table()) beside its console,
+    console-X.log -> memstate-X.json; return the path."""
+    path = console.with_name(console.name.replace("console-", "memstate-", 1)
+                             ).with_suffix(".json")
+    path.write_text(json.dumps(table(text), indent=1) + "\n")
+    return path
