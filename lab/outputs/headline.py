@@ -65,10 +65,12 @@ def declared(results_dir):
 class Stored:
     """A stored measurement's runs, grouped once for all its figures:
     (arch, workload, flavour, mode) -> the measured runs, and -> the probe
-    runs (stats.summarize())."""
+    runs (stats.summarize()); failed: the keys whose runs did not all
+    arrive as planned (history.failed())."""
     runs: list
     groups: dict
     probes: dict
+    failed: frozenset = frozenset()
 
 
 def _stored(results_dir, name, cache):
@@ -77,8 +79,9 @@ def _stored(results_dir, name, cache):
         if not (d / "runs.json").is_file():
             raise LabError(f"{d}/runs.json not found: headline.toml names a "
                            "measurement that is not stored")
-        runs = history.load(d)[0]
-        cache[name] = Stored(runs, stats.summarize(runs), stats.summarize(runs, probe=True))
+        runs, ws, arches = history.load(d)
+        cache[name] = Stored(runs, stats.summarize(runs), stats.summarize(runs, probe=True),
+                             frozenset(history.failed(d, runs, ws, arches)))
     return cache[name]
 
 
@@ -170,6 +173,17 @@ def _row(results_dir, fig, cache):
         raise LabError(f"headline.toml: {fig.workload} has no mode {fig.mode} "
                        f"(its modes: {', '.join(w.modes)})")
     m = _stored(results_dir, fig.results, cache)
+    what = f"{fig.workload}: {_label(fig)}" + (f" ({fig.mode})" if fig.mode != "on" else "")
+    link = f"[{_when(fig.results, m.runs)}](docs/results/{fig.results}/report.md)"
+    bad = tables.failed_sides(m.failed, fig.arch, w, fig.mode)
+    if bad:
+        # a run of the figure's kernel and mode, of switch off or of stock
+        # was left out or did not arrive: no figure from that measurement
+        cell = {side: tables.FAILED if side in bad else "-"
+                for side in ("off", fig.mode)}
+        return (f"| {fig.arch} | {what} | {cell['off']} | {cell[fig.mode]} | "
+                f"{tables.FAILED} | {tables.FAILED if 'stock' in bad else '-'} | "
+                f"{link} |")
     _check_measure(m.runs, fig)
     off = stats.stats(_values(m, fig, "patched", "off"))
     on = stats.stats(_values(m, fig, "patched", fig.mode))
@@ -177,10 +191,8 @@ def _row(results_dir, fig, cache):
         raise LabError(f"headline.toml: {fig.results} has no {fig.arch} "
                        f"{fig.workload} runs of {fig.measure} with the switch off "
                        f"and {fig.mode}")
-    what = f"{fig.workload}: {_label(fig)}" + (f" ({fig.mode})" if fig.mode != "on" else "")
     return (f"| {fig.arch} | {what} | {_fmt(fig, off)} | {_fmt(fig, on)} | "
-            f"{stats.change(off, on)} | {_off_vs_stock(m.groups, fig)} | "
-            f"[{_when(fig.results, m.runs)}](docs/results/{fig.results}/report.md) |")
+            f"{stats.change(off, on)} | {_off_vs_stock(m.groups, fig)} | {link} |")
 
 
 def _table(results_dir, series, figures, cache, upstream):

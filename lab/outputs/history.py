@@ -35,12 +35,24 @@ def load(d):
     return (runs, *workloads.of_runs(runs, d / "runs.json"))
 
 
-def headline(groups, ws, arch):
+def failed(d, runs, ws, arches):
+    """tables.failed_keys() of a stored measurement: the kernels and modes
+    its boots.json (when stored) lists a run left out of, and those without
+    a run of a workload it measured."""
+    b = Path(d) / "boots.json"
+    boots = json.loads(b.read_text()) if b.is_file() else None
+    return tables.failed_keys(boots, runs, ws, arches)
+
+
+def headline(groups, ws, arch, failed=frozenset()):
     """Rows of an arch: per workload and mode, the instruction-time and the
     workload's other instruction-time metrics, stock and switch off
-    beside, the change against switch off."""
+    beside, the change against switch off; a mode with a side in failed
+    is one row, FAILED with no figure."""
     rows = []
     for w in ws:
+        modes = [m for m in w.modes if m != "off"]
+        bad = {m: tables.failed_sides(failed, arch, w, m) for m in modes}
         # the report's own rows, those that are instruction-times
         for label, fn, fmt in tables.metric_rows(w):
             if "instruction-time" not in label:
@@ -53,29 +65,38 @@ def headline(groups, ws, arch):
             stock, off = st("stock", "stock"), st("patched", "off")
             if not off and not stock:
                 continue
-            for mode in [m for m in w.modes if m != "off"]:
+            for mode in [m for m in modes if not bad[m]]:
                 on = st("patched", mode)
                 if not on or (label != "instruction-time" and not on[0] and
                               not (off and off[0])):
                     continue
                 rows.append(f"| {arch} | {w.name} | {label} | {fmt(stock)} | {fmt(off)} "
                             f"| {mode} | {fmt(on)} | {stats.change(off, on)} |")
+        for mode in [m for m in modes if bad[m]]:
+            cell = {side: tables.FAILED if side in bad[mode] else "-"
+                    for side in ("stock", "off", mode)}
+            rows.append(f"| {arch} | {w.name} | every metric | {cell['stock']} | "
+                        f"{cell['off']} | {mode} | {cell[mode]} | {tables.FAILED} |")
     return rows
 
 
 def section(d, link_base="results"):
     """The Markdown of one stored measurement."""
     runs, ws, arches = load(d)
+    bad = failed(d, runs, ws, arches)
     groups = stats.summarize(runs)
     probes = stats.summarize(runs, probe=True)
     out = [(d / "note.md").read_text().rstrip(), ""]
-    rows = [row for a in arches for row in headline(groups, ws, a)]
+    rows = [row for a in arches for row in headline(groups, ws, a, bad)]
     if rows:
         out += ["| arch | workload | metric | stock | switch off | mode | switch on "
                 "| change |", "|---|---|---|---|---|---|---|---|"] + rows + [""]
+    if bad:
+        out += [f"{tables.FAILED}: a run of that kernel and mode was left out or did "
+                "not arrive; the row gives no figure.", ""]
     for a in arches:
-        for table in (tables.mechanism_table(probes, ws, a),
-                      tables.batch_table(probes, ws, a)):
+        for table in (tables.mechanism_table(probes, ws, a, bad),
+                      tables.batch_table(probes, ws, a, bad)):
             if table:
                 out += [table]
     if (d / "report.md").exists():

@@ -15,11 +15,15 @@ NATIVE_TIME = "time"
 
 def write(outdir, runs, workloads, arches, in_series, boots=None):
     """report.md, report.html, summary.png and workloads.png of a bench's
-    runs in outdir; return report.html's path."""
+    runs in outdir; return report.html's path.  A kernel and mode with a run
+    that boots (boots.json) lists as left out, or that has no run kept,
+    gives no figure: its rows say FAILED and the plots leave it out."""
     native = bool(runs) and all(r.get("clock") == "native" for r in runs)
     label = NATIVE_TIME if native else GUEST_TIME
+    failed = tables.failed_keys(boots, runs, workloads, arches, stock=not native)
     groups = summarize(runs)
     probes = summarize(runs, probe=True)
+    shown = tables.without_failed(groups, failed, workloads)
     if native:
         hosts = sorted({f"{r.get('machine', '?')} ({r['arch']}, {r.get('cpus', '?')} "
                         f"CPUs{', ' + r['cpu'] if r.get('cpu') else ''}), kernel "
@@ -43,18 +47,18 @@ def write(outdir, runs, workloads, arches, in_series, boots=None):
         md.append(tables.boots_section(boots))
     md.append(tables.missing_section(tables.missing_runs(runs, workloads, arches,
                                                          stock=not native)))
-    summary = plots.plot_summary(groups, workloads, arches, outdir / "summary.png", label)
+    summary = plots.plot_summary(shown, workloads, arches, outdir / "summary.png", label)
     if summary:
         md.append(f"![change per workload]({summary.name})\n")
-    panels = plots.plot(groups, workloads, arches, outdir / "workloads.png", label)
+    panels = plots.plot(shown, workloads, arches, outdir / "workloads.png", label)
     if panels:
         md.append(f"![each workload, both arches]({panels.name})\n")
     for arch in arches:
-        md.append(tables.markdown(groups, workloads, arch, in_series, label))
-        mech = tables.mechanism_table(probes, workloads, arch)
+        md.append(tables.markdown(groups, workloads, arch, in_series, label, failed))
+        mech = tables.mechanism_table(probes, workloads, arch, failed)
         if mech:
             md.append(mech)
-        batches = tables.batch_table(probes, workloads, arch)
+        batches = tables.batch_table(probes, workloads, arch, failed)
         if batches:
             md.append(batches)
     text = "\n".join(md)

@@ -115,13 +115,18 @@ def _compared(w):
     return [label for label, source, key, *opts in w.metrics if not opts or opts[0]]
 
 
-def markdown(groups, workloads, arch, in_series, time_label="instruction-time"):
+def markdown(groups, workloads, arch, in_series, time_label="instruction-time",
+             failed=frozenset()):
+    """The table of an arch: per workload, metric and mode, stock, switch
+    off, the mode and the change; then the switch-off-against-stock check.
+    A mode with a side in failed (failed_keys()) has one row, FAILED with
+    no figure, and so does the check when switch off or stock failed."""
     out = [f"### {arch}", "",
            "| workload | metric | stock | switch off | mode | switch on | change | seed |",
            "|---|---|---|---|---|---|---|---|"]
-    checks, absent = [], []
+    checks, absent, failing = [], [], False
     for w in workloads:
-        if not any(k[0] == arch and k[1] == w.name for k in groups):
+        if not any(k[0] == arch and k[1] == w.name for k in set(groups) | set(failed)):
             continue
         missing = [s for s in w.switches() if not in_series(s)]
         name = w.name + (" (not in series: stock in every mode)" if missing else "")
@@ -130,21 +135,36 @@ def markdown(groups, workloads, arch, in_series, time_label="instruction-time"):
         gone = {_label(label, time_label) for label, source, key, *_ in w.metrics
                 if not present(runs, source, key)}
         absent += [f"{w.name}: {label}" for label in sorted(gone)]
+        modes = [m for m in w.modes if m != "off"]
+        bad = {m: failed_sides(failed, arch, w, m) for m in modes}
         for label, fn, fmt in metric_rows(w, time_label):
             if label in gone:
                 continue
             st = lambda fl, m: stats([fn(r) for r in groups.get((arch, w.name, fl, m), [])])
             stock, off = st("stock", "stock"), st("patched", "off")
-            for mode in [m for m in w.modes if m != "off"]:
+            for mode in [m for m in modes if not bad[m]]:
                 on = st("patched", mode)
                 seed = w.seed if label == time_label and mode == "on" else ""
                 out.append(f"| {name} | {label} | {fmt(stock)} | {fmt(off)} | {mode} | "
                            f"{fmt(on)} | {change(off, on)} | {seed} |")
+        for mode in [m for m in modes if bad[m]]:
+            failing = True
+            cell = {side: FAILED if side in bad[mode] else "-"
+                    for side in ("stock", "off", mode)}
+            out.append(f"| {name} | every metric | {cell['stock']} | {cell['off']} | "
+                       f"{mode} | {cell[mode]} | {FAILED} | |")
+        if failed_sides(failed, arch, w, "off") & {"stock", "off"}:
+            checks.append(f"| {w.name} | {FAILED} | a run of switch off or stock was "
+                          "left out or did not arrive |")
+            continue
         text, ok = off_vs_stock(groups, arch, w, time_label)
         verdict = "INCONCLUSIVE" if ok is None else "OK" if ok else "DIFFERS"
         if ok is not None and "one run on a side" in text:
             verdict += " (one run)"
         checks.append(f"| {w.name} | {verdict} | {text} |")
+    if failing:
+        out += ["", f"{FAILED}: a run of that kernel and mode on {arch} was left out "
+                "(Runs left out) or did not arrive (Missing); the row gives no figure."]
     if absent:
         out += ["", f"Counters left out on {arch}: no run of the workload shows "
                 "them (the arch has no such counter, or it never moved): "
@@ -159,10 +179,12 @@ def markdown(groups, workloads, arch, in_series, time_label="instruction-time"):
     return "\n".join(out) + "\n"
 
 
-def mechanism_table(probes, workloads, arch):
+def mechanism_table(probes, workloads, arch, failed=frozenset()):
     """The mechanism counts of the probe runs of an arch: calls of each
     workload's kernel functions, stock, switch off and on, and what a
-    perfect batch would reach with the switch on; '' without probe runs."""
+    perfect batch would reach with the switch on; '' without probe runs.
+    A kernel and mode in failed (failed_keys()) says FAILED, with no count
+    and no ratio that needs it."""
     rows = []
     for w in workloads:
         for m in w.mechanisms:
@@ -176,11 +198,13 @@ def mechanism_table(probes, workloads, arch):
             # kernel had it; so is a patched kernel that could not probe an
             # also-function (the one a switch calls instead), whose calls
             # went unmeasured; stock has none to call
-            failed = {k for k, rs in runs.items()
-                      if any(f in r.get("kprobe_failed", ())
-                             for r in rs
-                             for f in (m.function,) + (m.also if k[0] == "patched" else ()))}
-            if not any(rs for k, rs in runs.items() if k not in failed):
+            nokprobe = {k for k, rs in runs.items()
+                        if any(f in r.get("kprobe_failed", ())
+                               for r in rs
+                               for f in (m.function,) + (m.also if k[0] == "patched"
+                                                         else ()))}
+            bad = {k for k in runs if (arch, w.name) + k in failed}
+            if not any(rs for k, rs in runs.items() if k not in nokprobe) and not bad:
                 continue
 
             def count(key):
@@ -188,20 +212,22 @@ def mechanism_table(probes, workloads, arch):
                 # does not list made no calls; the also-functions of a kernel
                 # that has none of them (stock) are no calls either
                 rs = runs[key]
-                if key in failed or not rs:
+                if key in nokprobe or key in bad or not rs:
                     return None
                 kp = rs[0].get("kprobe", {})
                 return sum(kp.get(ev, 0) for ev, _ in m.probes)
 
             def calls(key):
                 n = count(key)
-                return "n/a" if key in failed else "-" if n is None else f"{n:,}"
+                return FAILED if key in bad else "n/a" if key in nokprobe else \
+                    "-" if n is None else f"{n:,}"
 
             def ratio(a, b):
                 return f"{a / b:.1f}" if a is not None and b else "-"
 
             on = runs[("patched", "on")]
-            lim = m.limit(on[0]) if m.limit and on else None
+            lim = m.limit(on[0]) if m.limit and on and ("patched", "on") not in bad \
+                else None
             limit = f"{lim:,}" if lim is not None else "-"
             off_n, on_n = count(("patched", "off")), count(("patched", "on"))
             rows.append(f"| {w.name} | {m.label} | {calls(('stock', 'stock'))} | "
@@ -231,18 +257,23 @@ def _hist_sum(hist, key):
     return sum(h.values()), sum(int(v) * c for v, c in h.items())
 
 
-def batch_table(probes, workloads, arch):
+def batch_table(probes, workloads, arch, failed=frozenset()):
     """The dirty-reclaim batches of an arch's probe runs, from the traced
     events (bench.Histogram): how many folios each pageout batch held when
     it was flushed (full at BATCH_LIMIT, or ended by the end of the list
     shrink_folio_list() was given), and what the lists held: the folios
     isolated per list and what reclaim did with them.  '' without such
-    runs."""
+    runs; a kernel and mode in failed (failed_keys()) is a row that says
+    FAILED, with no figure."""
     rows = []
     for w in workloads:
         if not getattr(w, "histograms", None):
             continue
         for fl, mode in (("patched", "on"), ("patched", "off"), ("stock", "stock")):
+            name = "stock" if fl == "stock" else mode
+            if (arch, w.name, fl, mode) in failed:
+                rows.append(f"| {w.name} | {name} | {FAILED} |" + " - |" * 11)
+                continue
             rs = [r for r in probes.get((arch, w.name, fl, mode), []) if "hist" in r]
             if not rs:
                 continue
@@ -260,7 +291,6 @@ def batch_table(probes, workloads, arch):
                 return f"{_hist_sum(h, 'mm_vmscan_lru_shrink_inactive.' + field)[1] / nl:.1f}" \
                     if nl else "-"
 
-            name = "stock" if fl == "stock" else mode
             if nb:
                 batch = (f"{nb:,} | {folios / nb:.1f} | {full:,} | {nb - full:,} | "
                          f"{buckets}")
@@ -292,11 +322,10 @@ def batch_table(probes, workloads, arch):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows) + "\n"
 
 
-def missing_runs(runs, workloads, arches, stock=True):
-    """["arch/flavour workload mode", ...]: what a bench of workloads on
-    arches planned and has no run kept for (probe runs aside), e.g. after
-    a boot that failed or an interrupt; no stock entries when stock is
-    False (run-here.sh runs one kernel)."""
+def _missing_keys(runs, workloads, arches, stock=True):
+    """[(arch, workload, flavour, mode)] that a bench of workloads on arches
+    planned and has no run kept for (probe runs aside); no stock entries
+    when stock is False (run-here.sh runs one kernel)."""
     have = {(r["arch"], r.get("flavour", "patched"), r["workload"], r["mode"])
             for r in runs if not r.get("probe")}
     out = []
@@ -305,9 +334,57 @@ def missing_runs(runs, workloads, arches, stock=True):
             if not w.runs_on(arch):
                 continue
             want = [("patched", m) for m in w.modes] + ([("stock", "stock")] if stock else [])
-            out += [f"{arch}/{f} {w.name} {m}" for f, m in want
+            out += [(arch, w.name, f, m) for f, m in want
                     if (arch, f, w.name, m) not in have]
     return out
+
+
+def missing_runs(runs, workloads, arches, stock=True):
+    """["arch/flavour workload mode", ...]: what a bench of workloads on
+    arches planned and has no run kept for (probe runs aside), e.g. after
+    a boot that failed or an interrupt; no stock entries when stock is
+    False (run-here.sh runs one kernel)."""
+    return [f"{a}/{f} {w} {m}" for a, w, f, m in
+            _missing_keys(runs, workloads, arches, stock)]
+
+
+FAILED = "FAILED"
+
+
+def failed_keys(boots, runs, workloads, arches, stock=True):
+    """{(arch, workload, flavour, mode)} (the keys of stats.summarize())
+    whose runs did not all arrive as planned: each one boots.json lists as
+    left out (probe runs too; a non-zero exit or a signal, a setup step
+    that failed, knobs that read back other than the mode, a run that never
+    reported), and each mode with no run kept at all of a workload that has
+    runs on the arch (a boot that failed or was cut short).  A workload
+    with no run on an arch has no row there; the Missing list names it."""
+    out = {(b["arch"], e["workload"], b["flavour"], e["mode"])
+           for b in boots or () for e in b["excluded"]}
+    measured = {(r["arch"], r["workload"]) for r in runs} | {k[:2] for k in out}
+    out |= {k for k in _missing_keys(runs, workloads, arches, stock) if k[:2] in measured}
+    return out
+
+
+def failed_sides(failed, arch, w, mode):
+    """The sides of a row (mode and switch off of the patched kernel,
+    stock) that failed_keys() names, as {"stock", "off", mode}."""
+    sides = {"stock": ("stock", "stock"), "off": ("patched", "off"),
+             mode: ("patched", mode)}
+    return {side for side, (fl, m) in sides.items() if (arch, w.name, fl, m) in failed}
+
+
+def without_failed(groups, failed, workloads):
+    """groups less every group of a row that failed: a mode that failed, and
+    every mode of a workload whose switch off or stock failed (the row's
+    base), so that no plot shows a figure the tables refuse."""
+    gone = set()
+    for arch, name, fl, m in failed:
+        w = next((w for w in workloads if w.name == name), None)
+        base = (fl, m) in (("stock", "stock"), ("patched", "off"))
+        for mode in (list(w.modes) + ["stock"] if base and w else [m]):
+            gone.add((arch, name, mode))
+    return {k: rs for k, rs in groups.items() if (k[0], k[1], k[3]) not in gone}
 
 
 def missing_section(missing):
@@ -317,7 +394,8 @@ def missing_section(missing):
     else:
         out += ["Planned but without a run kept (a boot that failed or did not "
                 "finish, an interrupted bench, or every run of it left out); "
-                "their rows are absent below:", ""]
+                "their rows below say FAILED, or are absent where the workload "
+                "has no run on the arch at all:", ""]
         out += [f"- {m}" for m in missing]
     return "\n".join(out) + "\n"
 
@@ -328,8 +406,8 @@ def boots_section(boots):
     why; boots is boots.json's list (bench.boot_bench())."""
     out = ["### Boots", "",
            "Kernel reports: lines of a boot's console that lab.results.kernel_reports() "
-           "finds (oops, BUG, WARNING, lockdep, ...); a boot with one makes `lab bench` "
-           "exit 1.", "",
+           "finds (oops, BUG, WARNING, lockdep, ...); a boot with one, or with a run "
+           "left out, makes `lab bench` exit 1.", "",
            "A stock boot is reused from an earlier bench while its kernel, guest image, "
            "plan and QEMU are the same (instruction-time repeats exactly under -icount); "
            "the last column names the stored boot (`lab bench --no-cache` boots afresh).", "",
@@ -350,7 +428,9 @@ def boots_section(boots):
                 "before it printed \"# lab: could not ...\", or when the knobs "
                 "benchrun read back before it (the mode's switches, no "
                 "/sys/kernel/mm/foliobatch on stock, the THP sizes and MGLRU of "
-                "the workload's setup) are not its mode.", "",
+                "the workload's setup) are not its mode, or when it never reported. "
+                "Each fails the bench, and the rows of its kernel and mode say "
+                "FAILED.", "",
                 "| boot | workload | mode | rep | why |", "|---|---|---|---|---|"]
         for b, e in gone:
             why = "; ".join(e["excluded"]).replace("|", "\\|")
