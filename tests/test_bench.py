@@ -247,8 +247,8 @@ def test_lab_report_remakes_a_report_from_runs_json(tmp_path):
     assert "| mremap-4k | instruction-time |" in (tmp_path / "report.md").read_text()
     runs[0]["workload"] = "no-such-workload"
     (tmp_path / "runs.json").write_text(json.dumps(runs))
-    assert cli.main(["report", str(tmp_path)]) == 2
-    assert cli.main(["report", str(tmp_path / "missing")]) == 2
+    assert cli.main(["report", str(tmp_path)]) == cli.LAB_ERROR
+    assert cli.main(["report", str(tmp_path / "missing")]) == cli.LAB_ERROR
 
 
 def test_a_mechanism_counts_the_functions_called_in_its_place():

@@ -585,7 +585,7 @@ def test_lab_check_options_reach_main(monkeypatch):
                                  "quick": False}),
                    (None, {"everything": False, "full": False, "use_cache": True,
                            "quick": True})]
-    assert cli.main(["check", "--quick", "--full"]) == 2
+    assert cli.main(["check", "--quick", "--full"]) == cli.LAB_ERROR
 
 
 def test_ci_leaves_are_riscv_and_a_config_off_variant():

@@ -25,6 +25,12 @@
                               run the qemu job here with Debian's lava-dispatcher
   lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--list]
                               build the series in more configs and arches
+  lab --version               the lab's commit and the tree id of patches/
+
+Exit status: 0 done (every test or run passed), 1 a test, check or bench
+run failed, 2 a usage error (an unknown option or a bad value), 3 a lab
+error (one 'lab: error:' line: input refused before the work, or a step
+that could not go on), 130 interrupted.
 """
 
 import argparse
@@ -40,10 +46,37 @@ from . import (bench, boot, build, check, deps, export, fresh, harden, image, la
 COMMANDS = (deps, source, build, image, boot, test, bench, profile, harden, fresh,
             export, lava, check)
 
+# The exit status of a usage error (argparse's own) and of a LabError: a
+# script can tell a wrong command line from a lab that could not go on,
+# and both from a failed test or run (1).
+USAGE_ERROR = 2
+LAB_ERROR = 3
+
+
+def version():
+    """'lab --version': the lab's commit (+changes when the work tree
+    differs from it) and the git tree id of its patches/."""
+    from ..core.tally import patches_tree, repo_commit
+    return f"lab {repo_commit()}\npatches_tree {patches_tree()}"
+
+
+class _Version(argparse.Action):
+    """--version, worked out only when asked for (it runs git)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version())
+        parser.exit()
+
 
 def parser():
     p = argparse.ArgumentParser(prog="lab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action=_Version,
+                   help="print the lab's commit and the tree id of patches/, and exit")
     sub = p.add_subparsers(dest="cmd", required=True)
     for command in COMMANDS:
         command.add_parser(sub)
@@ -60,8 +93,8 @@ def _stop(signum, frame):
 
 
 def guarded(fn, *args):
-    """Run a command's function: a LabError ends it with exit 2 and one
-    line; Ctrl-C or SIGTERM with exit 130 (a bench first writes the report
+    """Run a command's function: a LabError ends it with exit LAB_ERROR and
+    one line; Ctrl-C or SIGTERM with exit 130 (a bench first writes the report
     of the runs it finished).  Whatever ends it, no QEMU, make or other
     child the lab started is left running, and none is started after it
     (threads still running then fail at their next command and end).  The
@@ -72,7 +105,7 @@ def guarded(fn, *args):
         return fn(*args)
     except LabError as e:
         print(f"lab: error: {e}", file=sys.stderr)
-        return 2
+        return LAB_ERROR
     except KeyboardInterrupt:
         print("lab: interrupted", file=sys.stderr)
         return 130

@@ -45,6 +45,15 @@ def repo_commit():
     return head + ("+changes" if dirty else "")
 
 
+def patches_tree():
+    """The git tree id of patches/ in the repository's HEAD (git rev-parse
+    HEAD:patches): which series a commit of the lab holds; "unknown"
+    outside git."""
+    tree = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "HEAD:patches"],
+                          capture_output=True, text=True).stdout.strip()
+    return tree or "unknown"
+
+
 class Tally:
     def __init__(self):
         self.rows = []          # (status, name, detail)
