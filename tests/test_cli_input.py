@@ -63,3 +63,51 @@ def test_version_prints_the_commit_and_the_patches_tree():
     assert p.returncode == 0, p.stderr
     commit = _git("rev-parse", "--short=7", "HEAD") + ("+changes" if dirty else "")
     assert p.stdout == f"lab {commit}\npatches_tree {_git('rev-parse', 'HEAD:patches')}\n"
+
+
+# lab report DIR: a runs.json (or boots.json) that is missing, empty or
+# corrupt is one 'lab: error:' line naming it, no traceback.
+@pytest.mark.parametrize("name, text", [
+    ("runs.json", None), ("runs.json", ""), ("runs.json", "  \n"), ("runs.json", "[{"),
+    ("runs.json", "{}"), ("runs.json", "[1, 2]"), ("runs.json", '[{"workload": "x"}]'),
+    ("boots.json", ""), ("boots.json", "[{]"), ("boots.json", '[{"name": "b"}]'),
+])
+def test_lab_report_of_a_bad_directory_is_one_error_line(tmp_path, capsys, name, text):
+    from test_bench import rec
+    runs = [rec("mremap-4k", m, 0, 1000, flavour=f)
+            for m, f in (("off", "patched"), ("on", "patched"), ("stock", "stock"))]
+    if name != "runs.json":
+        (tmp_path / "runs.json").write_text(json.dumps(runs))
+    if text is not None:
+        (tmp_path / name).write_text(text)
+    assert cli.main(["report", str(tmp_path)]) == cli.LAB_ERROR
+    assert name in _one_error_line(capsys.readouterr().err)
+
+
+# The whole path: ./bin/lab itself, on an empty runs.json.
+def test_lab_report_of_an_empty_runs_json_exits_with_one_line(tmp_path):
+    (tmp_path / "runs.json").write_text("")
+    p = subprocess.run([LAB, "report", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == cli.LAB_ERROR, p.stderr
+    assert "runs.json is empty" in _one_error_line(p.stderr)
+
+
+INFO = '{"commit": "a", "time": "1m"}'
+
+
+# lab report --tests FILE names FILE when it is missing, not JSON, not
+# rows, or has no .info beside it; nothing is written.
+@pytest.mark.parametrize("rows, info", [
+    (None, None), ("[{", INFO), ("{}", INFO), ("[1]", INFO),
+    ("[]", None), ("[]", "{"), ("[]", "{}"),
+])
+def test_lab_report_tests_names_the_file_given(tmp_path, monkeypatch, capsys, rows, info):
+    monkeypatch.setattr(config, "REPO", tmp_path / "repo")     # nothing written there
+    f = tmp_path / "test-20260101-000000.json"
+    if rows is not None:
+        f.write_text(rows)
+    if info is not None:
+        f.with_suffix(".info").write_text(info)
+    assert cli.main(["report", "--tests", str(f)]) == cli.LAB_ERROR
+    assert str(f) in _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "repo").exists()

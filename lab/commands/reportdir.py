@@ -29,15 +29,16 @@ def report_dir(outdir):
     f = outdir / "runs.json"
     if (outdir / "bench.log").exists() and (outdir / "host.txt").exists():
         runs = here.collect(outdir)      # run-here.sh's output; writes runs.json
+    elif not outdir.is_dir():
+        raise LabError(f"{outdir}: no such directory")
     elif not f.exists():
         raise LabError(f"{f} not found: a bench directory holds runs.json, and "
                        "run-here.sh's holds bench.log and host.txt")
     else:
-        runs = json.loads(f.read_text())
+        runs = history_md.read_records(f, history_md.RUN_KEYS)
     chosen, arches = workloads.of_runs(runs, f)
-    b = outdir / "boots.json"
-    boots = json.loads(b.read_text()) if b.exists() else None
-    return report.write(outdir, runs, chosen, arches, in_series, boots)
+    return report.write(outdir, runs, chosen, arches, in_series,
+                        history_md.load_boots(outdir))
 
 
 def history():
@@ -55,6 +56,21 @@ def history():
     say(f"wrote {out} and the headline tables of {readme}")
 
 
+def _json(f, kind, keys, given):
+    """The JSON of f, a kind (dict or list) with keys; a LabError that
+    names given (the file the command was given) when it is not."""
+    where = str(given) if f == given else f"{given}: {f.name}"
+    try:
+        data = json.loads(f.read_text(errors="replace"))
+    except json.JSONDecodeError as e:
+        raise LabError(f"{where} is not JSON: {e}") from None
+    if not isinstance(data, kind) or any(k not in data for k in keys):
+        shape = "list" if kind is list else "object"
+        raise LabError(f"{where} is not what 'lab test' stores (a JSON {shape}"
+                       f"{' with ' + ', '.join(keys) if keys else ''})")
+    return data
+
+
 def tests(rows_file=None):
     """'lab report --tests': docs/results/test-summary.json from a stored
     'lab test' run (rows_file, or the newest WORK/results/test-*.json), and
@@ -65,11 +81,19 @@ def tests(rows_file=None):
         if not runs:
             raise LabError(f"no stored 'lab test' run in {config.WORK / 'results'}")
         rows_file = runs[-1]
+    if not rows_file.is_file():
+        raise LabError(f"{rows_file}: no such file (a 'lab test' run's rows, "
+                       "work/results/test-*.json)")
     info = info_path(rows_file)
     if not info.exists():
-        raise LabError(f"{info} not found: the run's commit and time are not stored")
-    meta = json.loads(info.read_text())
-    rows = json.loads(rows_file.read_text())
+        raise LabError(f"{rows_file}: {info.name} not found beside it: the run's "
+                       "commit and time are not stored")
+    meta = _json(info, dict, ("commit", "time"), rows_file)
+    rows = _json(rows_file, list, (), rows_file)
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict) or not {"status", "name", "detail"} <= set(r):
+            raise LabError(f"{rows_file}: row {i} is not a 'lab test' row "
+                           "(status, name, detail)")
     when = time.strftime("%Y-%m-%d", time.localtime(rows_file.stat().st_mtime))
     s = testsummary.summarize(rows, meta["commit"], when, meta["time"])
     out = config.REPO / "docs" / "results" / "test-summary.json"

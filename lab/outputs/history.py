@@ -16,11 +16,38 @@ from their reports.
 import json
 from pathlib import Path
 
+from ..core.util import LabError
 from ..guest import workloads
 from . import stats, tables
 
 PREAMBLE = "preamble.md"
 OLDER = "older.md"
+# what each record of a bench's runs.json and boots.json must have
+RUN_KEYS = ("workload", "arch", "flavour", "mode", "metrics", "total_ns")
+BOOT_KEYS = ("name", "arch", "flavour", "excluded")
+
+
+def read_records(f, keys):
+    """The list of records a bench's runs.json or boots.json holds; a
+    LabError naming f when it is missing, empty, not JSON, or not a list
+    of objects with keys."""
+    if not f.is_file():
+        raise LabError(f"{f} not found")
+    text = f.read_text(errors="replace")
+    if not text.strip():
+        raise LabError(f"{f} is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LabError(f"{f} is not JSON: {e}") from None
+    if not isinstance(data, list):
+        raise LabError(f"{f} holds no list of records (a JSON list)")
+    for i, r in enumerate(data):
+        lacks = [k for k in keys if k not in r] if isinstance(r, dict) else keys
+        if lacks:
+            raise LabError(f"{f}: record {i} is not one of a bench (no "
+                           f"{', '.join(lacks)})")
+    return data
 
 
 def entries(results_dir):
@@ -31,17 +58,21 @@ def entries(results_dir):
 
 def load(d):
     """(runs, workloads, arches) of a stored measurement."""
-    runs = json.loads((d / "runs.json").read_text())
-    return (runs, *workloads.of_runs(runs, d / "runs.json"))
+    runs = read_records(Path(d) / "runs.json", RUN_KEYS)
+    return (runs, *workloads.of_runs(runs, Path(d) / "runs.json"))
+
+
+def load_boots(d):
+    """The boots.json of a bench directory, None when it has none."""
+    b = Path(d) / "boots.json"
+    return read_records(b, BOOT_KEYS) if b.exists() else None
 
 
 def failed(d, runs, ws, arches):
     """tables.failed_keys() of a stored measurement: the kernels and modes
     its boots.json (when stored) lists a run left out of, and those without
     a run of a workload it measured."""
-    b = Path(d) / "boots.json"
-    boots = json.loads(b.read_text()) if b.is_file() else None
-    return tables.failed_keys(boots, runs, ws, arches)
+    return tables.failed_keys(load_boots(d), runs, ws, arches)
 
 
 def headline(groups, ws, arch, failed=frozenset()):
