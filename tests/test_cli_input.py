@@ -111,3 +111,28 @@ def test_lab_report_tests_names_the_file_given(tmp_path, monkeypatch, capsys, ro
     assert cli.main(["report", "--tests", str(f)]) == cli.LAB_ERROR
     assert str(f) in _one_error_line(capsys.readouterr().err)
     assert not (tmp_path / "repo").exists()
+
+
+# lab test --only with a name that is no test program stops before the
+# dependencies are checked, the source fetched or a kernel built, and names
+# it; known names (own tests and upstream selftests) go through.
+def test_an_unknown_only_name_stops_before_any_work(monkeypatch, capsys):
+    monkeypatch.setattr(testcmd, "main", _unreachable("lab test's suites"))
+    monkeypatch.setattr(deps, "check", _unreachable("deps.check"))
+    monkeypatch.setattr(source, "apply", _unreachable("source.apply"))
+    monkeypatch.setattr(build, "build_ahead", _unreachable("build.build_ahead"))
+    assert cli.main(["test", "--only", "sanity,no_such_prog,cow"]) == cli.LAB_ERROR
+    line = _one_error_line(capsys.readouterr().err)
+    assert "no_such_prog" in line and "sanity," not in line.split("known")[0]
+    assert cli.main(["test", "--only", ","]) == cli.LAB_ERROR
+    got = []
+    monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: got.append(kw["only"]))
+    cli.main(["test", "--only", "sanity,cow,soft-dirty"])   # a run of no rows fails
+    assert got == [{"sanity", "cow", "soft-dirty"}]
+
+
+# lab test --list names every program --only may name, own tests first.
+def test_test_list_names_the_test_programs(capsys):
+    assert cli.main(["test", "--list"]) == 0
+    names = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == suites.own_tests() + list(suites.SELFTEST_ARGS)

@@ -556,7 +556,7 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
     monkeypatch.setattr(check, "ci_form", ci_form)
     args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
                            no_pytest=True, no_own=False, no_upstream=False,
-                           no_cache=False, jobs=2, no_check=False, kcidb=None)
+                           no_cache=False, jobs=2, no_check=False, kcidb=None, list=False)
     assert cli_test.cmd_test(args) == 1
 
 
@@ -606,7 +606,7 @@ def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsy
     monkeypatch.setattr(target, broken, boom)
     args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
                            no_pytest=True, no_own=False, no_upstream=False,
-                           no_cache=False, jobs=2, no_check=False, kcidb=None)
+                           no_cache=False, jobs=2, no_check=False, kcidb=None, list=False)
     assert cli_test.cmd_test(args) == 1
     out = capsys.readouterr().out
     assert "NameError: name 'plan' is not defined" in out
@@ -634,7 +634,7 @@ def test_a_check_thread_that_ends_without_a_word_fails(monkeypatch, capsys):
     monkeypatch.setattr(harden, "short_form", lambda tally, arches: None)
     args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
                            no_pytest=True, no_own=False, no_upstream=False,
-                           no_cache=False, jobs=2, no_check=False, kcidb=None)
+                           no_cache=False, jobs=2, no_check=False, kcidb=None, list=False)
     assert cli_test.cmd_test(args) == 1
     assert capsys.readouterr().out.rstrip().endswith("1 passed, 1 failed")
 

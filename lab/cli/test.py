@@ -9,7 +9,10 @@ def add_parser(sub):
     sp = sub.add_parser("test", help="run the host and guest test suites")
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
     sp.add_argument("-v", "--variant", default="default", choices=list(config.VARIANTS))
-    sp.add_argument("--only", help="comma-separated program names to run")
+    sp.add_argument("--only", help="comma-separated program names to run (--list "
+                    "names them; an unknown one is an error)")
+    sp.add_argument("--list", action="store_true",
+                    help="list the test programs --only may name, and exit")
     sp.add_argument("--no-pytest", action="store_true")
     sp.add_argument("--no-own", action="store_true", help="skip the project's tests")
     sp.add_argument("--no-upstream", action="store_true", help="skip upstream selftests")
@@ -32,8 +35,12 @@ def add_parser(sub):
 
 def cmd_test(args):
     from ..commands import testrun
+    if args.list:
+        testrun.list_programs()
+        return 0
+    only = {n for n in args.only.split(",") if n} if args.only is not None else None
     return testrun.run(options.arches(args), args.variant,
-                       only=set(args.only.split(",")) if args.only else None,
+                       only=only,
                        pytest=not args.no_pytest, own=not args.no_own,
                        upstream=not args.no_upstream, harden_too=not args.no_harden,
                        check_too=not args.no_check, use_cache=not args.no_cache,

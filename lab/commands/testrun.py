@@ -9,10 +9,45 @@ the other under one tally.
 import threading
 from pathlib import Path
 
+from ..core import config
 from ..core.tally import Tally
-from ..core.util import say
+from ..core.util import LabError, say
+from ..guest import image, suites
 from ..kernel import build, export
 from . import check, harden, test
+
+
+def programs():
+    """{program: what it is} of every test program 'lab test --only' may
+    name: the lab's own (guest/tests/) and the upstream selftests, with
+    the arches of those that do not run on every arch."""
+    out = {p: "own test" for p in suites.own_tests()}
+    for p in suites.SELFTEST_ARGS:
+        on = [a for a in config.ARCHES if p in image.selftests_for(a)]
+        out[p] = "upstream selftest" + (f" ({', '.join(on)} only)"
+                                        if len(on) < len(config.ARCHES) else "")
+    return out
+
+
+def list_programs():
+    """'lab test --list': the test programs, own then upstream."""
+    for p, what in programs().items():
+        print(f"{p}: {what}")
+
+
+def check_only(only):
+    """A LabError naming each name of --only that is no test program, before
+    anything is fetched or built (the plans would drop it, and an unknown
+    name would run nothing and pass)."""
+    if only is None:
+        return
+    known = programs()
+    if not only:
+        raise LabError("--only names no program ('lab test --list' lists them)")
+    unknown = sorted(n for n in only if n not in known)
+    if unknown:
+        raise LabError(f"--only: {', '.join(unknown)}: not a test program (known: "
+                       f"{', '.join(known)}; 'lab test --list')")
 
 
 def run(arches, variant="default", only=None, pytest=True, own=True, upstream=True,
@@ -20,6 +55,7 @@ def run(arches, variant="default", only=None, pytest=True, own=True, upstream=Tr
     """Every part of 'lab test' (only: program names, which leaves out the
     export row, the check leaves and the harden short form); return the
     exit status (Tally.finish())."""
+    check_only(only)
     tally = Tally()
     harden_too = harden_too and not only
     test.main(tally, arches, variant, pytest=pytest, own=own, upstream=upstream,
