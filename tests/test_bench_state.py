@@ -231,6 +231,7 @@ def _main_once(tmp_path, monkeypatch, lines):
     fake_boot(monkeypatch, tmp_path, lines,
               bench_lines(mremap4k("stock", 0, flavour="stock")))
     monkeypatch.setattr(bench.config, "WORK", tmp_path)
+    monkeypatch.setattr(bench.deps, "check", lambda: None)
     monkeypatch.setattr(bench.source, "apply", lambda: None)
     monkeypatch.setattr(bench.source, "series_hash", lambda: "s")
     monkeypatch.setattr(bench.source, "base_version", lambda: "6.12")
@@ -413,6 +414,7 @@ def _main_two_arches(tmp_path, monkeypatch, arm64_boot):
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
     monkeypatch.setattr(bench.config, "WORK", tmp_path)
+    monkeypatch.setattr(bench.deps, "check", lambda: None)
     for name, fn in (("apply", lambda: None), ("series_hash", lambda: "s"),
                      ("base_version", lambda: "6.12")):
         monkeypatch.setattr(bench.source, name, fn)

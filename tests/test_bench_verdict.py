@@ -37,6 +37,7 @@ def _bench(tmp_path, monkeypatch, patched, stock=None):
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
     monkeypatch.setattr(bench.config, "WORK", tmp_path)
+    monkeypatch.setattr(bench.deps, "check", lambda: None)
     for name, fn in (("apply", lambda: None), ("series_hash", lambda: "s"),
                      ("base_version", lambda: "6.12")):
         monkeypatch.setattr(bench.source, name, fn)

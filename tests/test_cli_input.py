@@ -136,3 +136,37 @@ def test_test_list_names_the_test_programs(capsys):
     assert cli.main(["test", "--list"]) == 0
     names = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()]
     assert names == suites.own_tests() + list(suites.SELFTEST_ARGS)
+
+
+# --repeats and --min-repeats below 1 are usage errors (argparse, exit 2).
+@pytest.mark.parametrize("option", ["--repeats", "--min-repeats"])
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_repeats_below_one_are_refused(option, value, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.parser().parse_args(["bench", option, value])
+    assert e.value.code == cli.USAGE_ERROR
+    assert option in capsys.readouterr().err
+    assert getattr(cli.parser().parse_args(["bench", option, "1"]),
+                   option[2:].replace("-", "_")) == 1
+
+
+# lab bench checks the host's dependencies before it fetches or builds.
+def test_lab_bench_checks_host_dependencies_first(monkeypatch, capsys):
+    from lab.core.util import LabError
+
+    def missing():
+        raise LabError("host dependencies are missing; 'lab deps --install' fixes this")
+
+    monkeypatch.setattr(deps, "check", missing)
+    monkeypatch.setattr(source, "apply", _unreachable("source.apply"))
+    monkeypatch.setattr(build, "build_ahead", _unreachable("build.build_ahead"))
+    assert cli.main(["bench", "-a", "x86_64", "-w", "mremap-4k"]) == cli.LAB_ERROR
+    assert "host dependencies are missing" in _one_error_line(capsys.readouterr().err)
+
+
+# lab bench --list names every workload with its modes.
+def test_bench_list_names_the_workloads(capsys):
+    assert cli.main(["bench", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{w.name}: modes {', '.join(w.modes)}" in out
+               for w in workloads.WORKLOADS)

@@ -11,9 +11,11 @@ def add_parser(sub):
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
     sp.add_argument("-w", "--workload", action="append", help="workload (repeatable)")
     sp.add_argument("--quick", action="store_true", help="small scale, fewer repeats")
-    sp.add_argument("--repeats", type=int, help="maximum repeats per measurement")
-    sp.add_argument("--min-repeats", type=int,
-                    help="repeats every measurement gets, however small its spread")
+    sp.add_argument("--repeats", type=options.at_least_one,
+                    help="maximum repeats per measurement (1 or more)")
+    sp.add_argument("--min-repeats", type=options.at_least_one,
+                    help="repeats every measurement gets, however small its spread "
+                    "(1 or more)")
     sp.add_argument("--bundle", metavar="DIR",
                     help="write the workload programs, their plan (--repeats of "
                     "each mode, default 3) and run-here.sh into DIR, to run on a "
@@ -21,6 +23,8 @@ def add_parser(sub):
     sp.add_argument("--no-cache", action="store_true",
                     help="boot the stock kernel afresh even where an earlier bench "
                     "stored its runs for the same kernel, image, plan and QEMU")
+    sp.add_argument("--list", action="store_true",
+                    help="list the workloads (their modes and arches) and exit")
     sp.set_defaults(fn=cmd_bench)
 
     sp = sub.add_parser("report", help="make the report of a bench directory "
@@ -39,6 +43,9 @@ def add_parser(sub):
 
 def cmd_bench(args):
     from ..commands import bench
+    if args.list:
+        bench.list_workloads()
+        return 0
     if args.bundle:
         from pathlib import Path
 

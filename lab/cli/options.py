@@ -1,7 +1,21 @@
 """Options: the arguments several commands take, and their checks."""
 
+import argparse
+
 from ..core import config
 from ..core.util import LabError
+
+
+def at_least_one(text):
+    """argparse type of a count that must be 1 or more (--repeats,
+    --min-repeats): a usage error for 0, a negative number or a word."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
 
 
 def arches(args):

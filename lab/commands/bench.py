@@ -25,7 +25,7 @@ import re
 import threading
 import time
 
-from ..core import config
+from ..core import config, deps
 from ..core.util import LabError, Timer, say, warn
 from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
@@ -367,6 +367,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     first = min_repeats or (2 if quick else 3)
     cap = max(repeats or (3 if quick else 7), first)
     first = min(first, cap)
+    deps.check()
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     for w in chosen:
@@ -410,6 +411,16 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
         verdict(boots)
         return 1
     return verdict(boots)
+
+
+def list_workloads():
+    """'lab bench --list': each workload, its modes and arches, whether a
+    bench runs it when none is named, and what it runs."""
+    for w in workloads.WORKLOADS:
+        where = ", ".join(w.arches) + " only" if w.arches else "every arch"
+        extra = "; retired, runs only when named" if w.retired else ""
+        print(f"{w.name}: modes {', '.join(w.modes)}; {where}{extra}")
+        print(f"    {w.what}")
 
 
 def _join(threads):
