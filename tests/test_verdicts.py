@@ -401,8 +401,10 @@ def test_harden_judges_skips_and_absences_as_lab_test_does(monkeypatch, tmp_path
     """The suite's verdicts are guest/verdicts.judge()'s: an undeclared SKIP
     fails, a leaf stock passes and patched lacks fails, and the stock boot's
     leaves are rows of their own."""
-    two = ("LAB-READY: 6.12\n# lab: start cow: x\n    ok 1 Basic COW\n"
-           "    ok 2 Other COW\nok 1 cow\nLAB-EXIT: 0\n")
+    mem = "free=900000 avail=1000000 anonhuge=0 pt=50 swap=0 buddy=1,2,3"
+    two = (f"LAB-READY: 6.12\n# lab: mem <start> {mem}\n# lab: start cow: x\n"
+           f"    ok 1 Basic COW\n    ok 2 Other COW\n# lab: mem cow {mem}\nok 1 cow\n"
+           "LAB-EXIT: 0\n")
     skipped = two.replace("ok 2 Other COW", "ok 2 Other COW # SKIP the moon is full")
     rows = harden_suite(monkeypatch, tmp_path, skipped, two)
     assert rows["arm64/debug/harden-suite/cow/Other COW"][0] == "fail"
@@ -412,6 +414,12 @@ def test_harden_judges_skips_and_absences_as_lab_test_does(monkeypatch, tmp_path
         "fail", "passes on stock, missing on patched (no re-run in lab harden)")
     rows = harden_suite(monkeypatch, tmp_path, two, two)
     assert {s for s, d in rows.values()} == {"pass"}
+    assert rows["arm64/debug/harden-suite/<left behind>"][0] == "pass"
+    # and the memory a program leaves behind is judged as lab test judges it
+    rows = harden_suite(monkeypatch, tmp_path, two.replace("mem cow free=900000 avail=1000000",
+                                                          "mem cow free=800000 avail=900000"),
+                        two)
+    assert rows["arm64/debug/harden-suite/cow/<left behind>"][0] == "fail"
     # every row, stock's too, belongs to a build in the KCIDB output
     from lab.outputs import kcidb
     assert all(kcidb.build_of(n) for n in rows)
@@ -665,3 +673,34 @@ def test_a_saved_run_names_the_commit_it_started_from(tmp_path, monkeypatch):
     assert json.loads(info.read_text())["commit"] == first
     (repo / "a").write_text("3\n")
     assert tally_mod.Tally().commit.endswith("+changes")
+
+
+# 13. a program that leaves memory behind on patched fails, in lab test's
+# own arch path (test_arch), not only in memstate.judge()
+
+def test_a_patched_boot_that_keeps_swap_fails_lab_test(monkeypatch, tmp_path):
+    mem = "free=900000 avail=1000000 anonhuge=0 pt=50 swap={} buddy=1,2,3"
+    text = ("LAB-READY: 6.12\n# lab: mem <start> " + mem.format(0) + "\n"
+            "# lab: start sanity: /lab/tests/sanity\n    1..1\n    ok 1 boots\n"
+            "# lab: mem sanity " + mem.format("{}") + "\nok 1 sanity\nLAB-EXIT: 0\n")
+    plan = "lab_plan 1\nlab_run sanity 600 /lab/tests/sanity\n"
+    monkeypatch.setattr(build, "build", lambda *a, **kw: None)
+    monkeypatch.setattr(image, "build", lambda *a, **kw: None)
+    monkeypatch.setattr(suites, "test_plan", lambda *a, **kw: plan)
+    monkeypatch.setattr(suites, "NO_RANGE_TLBI", {})
+    monkeypatch.setattr(suites, "CPU_FEATURES", {})
+
+    def run_arch(patched_swap):
+        consoles = {"stock": text.format(0), "patched": text.format(patched_swap)}
+        monkeypatch.setattr(testcmd, "stock_boot",
+                            lambda *a, **kw: Boot(consoles["stock"], plan=plan))
+        monkeypatch.setattr(testcmd, "boot_and_parse",
+                            lambda a, fl, *r, **kw: Boot(consoles[fl], plan=plan))
+        tally = Tally()
+        testcmd.test_arch(tally, "x86_64", "default", own=False, upstream=False,
+                          only=None)
+        return tally
+
+    assert not [r for r in fails(run_arch(0)) if "left behind" in r[1]]
+    leak = [r[1] for r in fails(run_arch(8192))]
+    assert "x86_64/default/patched/sanity/<left behind>" in leak, leak

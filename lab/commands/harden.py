@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..core import config, deps
 from ..core.tally import Tally
 from ..core.util import LabError, Timer, say
-from ..guest import image, results, run, suites
+from ..guest import image, memstate, results, run, suites
 from ..guest.testboot import boot_and_parse, boot_problems
 from ..guest.verdicts import judge
 from ..kernel import build, source
@@ -147,15 +147,18 @@ def run_suite(tally, arch_name, variant):
     no re-run here, so a leaf judge() would have 'lab test' re-run fails."""
     plan = suites.test_plan(arch_name, variant=variant)
     prefix = f"{arch_name}/{variant}/harden-suite"
-    per = {}
+    per, texts = {}, {}
     for flavour, suffix in (("patched", ""), ("stock", "-stock")):
         b = boot_and_parse(arch_name, flavour, variant, plan,
                            "harden-suite", timeout=6 * 3600)
         for what, detail in boot_problems(b):
             tally.add("fail", f"{prefix}{suffix}/{what}", detail)
-        per[flavour] = results.parse(b.text())
+        texts[flavour] = b.text()
+        per[flavour] = results.parse(texts[flavour])
     for status, name, detail, _ in judge(arch_name, variant, per):
         tally.add(*suite_row(arch_name, variant, status, name, detail))
+    for row in memstate.judge(prefix, texts["stock"], texts["patched"]):
+        tally.add(*row)
 
 
 def suite_row(arch_name, variant, status, name, detail):

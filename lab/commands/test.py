@@ -193,7 +193,8 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
     if hit:
         entry, b = hit
         say(f"stock results reused from {entry} (key {k[:16]}); "
-            f"console of that boot: {b.console}")
+            f"console of that boot: {b.console}; memory after each program: "
+            f"{memstate.save(b.console, b.text())}")
         return b
     say(f"{name}: {'no stored boot' if use_cache else '--no-cache'} for key "
         f"{k[:16]}; booting")
@@ -236,8 +237,6 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
         else:
             b = boot_and_parse(arch_name, flavour, variant, plan, "tests", **TEST_BOOT)
         texts[flavour] = b.text()
-        say(f"{arch_name}/{variant}/{flavour}: memory after each program: "
-            f"{memstate.save(b.console, texts[flavour])}")
         for what, detail in boot_problems(b):
             tally.add("fail", f"{arch_name}/{variant}/{flavour}/{what}", detail)
         if flavour == "patched" and arch_name in suites.CPU_FEATURES:

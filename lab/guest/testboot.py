@@ -12,7 +12,7 @@ was expected and did not arrive fails the boot.
 
 from ..core.util import say
 from ..kernel import build
-from . import results, run, suites
+from . import memstate, results, run, suites
 
 
 def echo_progress(prefix):
@@ -32,7 +32,8 @@ def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
                               append=suites.boot_append(arch_name, append), cpus=cpus,
                               mem_mb=mem_mb, timeout=timeout, cpu=cpu, accel=accel,
                               extra=tuple(extra)), echo=echo_progress(name))
-    say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}")
+    say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}, "
+        f"memory after each program {memstate.save(b.console, b.text())}")
     took = sorted(results.durations(b.text()).items(), key=lambda kv: -kv[1])
     if took:
         say(f"{name}: longest programs (guest s): " +
