@@ -308,6 +308,7 @@ def test_retired_workloads_run_only_when_named(monkeypatch):
 
     def stop():
         raise SystemExit("stopped before any build")
+    monkeypatch.setattr(bench.deps, "check", lambda: None)
     monkeypatch.setattr(bench.source, "apply", stop)
     monkeypatch.setattr(workloads, "warn", said.append)
     with pytest.raises(SystemExit):
