@@ -5,6 +5,7 @@ stored verdicts, the variant table and the command line."""
 import json
 import lzma
 import re
+import shutil
 
 import pytest
 
@@ -478,6 +479,126 @@ def test_a_second_run_with_the_same_inputs_prints_the_stored_verdict(work, monke
     ccheck.check(v, tally)
     ccheck.check(v, tally, use_cache=False)            # --no-cache
     assert len(builds) == 3
+
+
+# What decides a verdict beside the trees, the series and the configs: the
+# tools' versions, as the first line of --version prints them, and the
+# lab's own check code.
+VERSIONS = {"gcc": "gcc (Debian 12.2.0-14+deb12u1) 12.2.0",
+            "ld": "GNU ld (GNU Binutils for Debian) 2.40",
+            "aarch64-linux-gnu-gcc": "aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0",
+            "aarch64-linux-gnu-ld": "GNU ld (GNU Binutils for Debian) 2.40",
+            "sparse": "0.6.4 (Debian: 0.6.4-3)"}
+CHECK_FILES = ["lab/kernel/check.py", "lab/kernel/modsyms.py", "lab/kernel/build.py",
+               "lab/commands/check.py"]
+
+
+@pytest.fixture
+def leaf_runs(work, monkeypatch, tmp_path):
+    """ccheck.check() with the real stamp_inputs() over fixed trees, series
+    and configs; a version probe that reads versions (change an entry to
+    change a tool); the lab's check code read from a copy in repo; builds
+    that only count.  Returns (versions, repo, builds)."""
+    versions = dict(VERSIONS)
+    monkeypatch.setattr(build, "tool_version",
+                        lambda cmd: versions.get(cmd, f"{cmd}: not found"), raising=False)
+    monkeypatch.setattr(check, "head", lambda flavour: flavour * 8)
+    monkeypatch.setattr(check.source, "series_hash", lambda: "s")
+    monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f)
+    monkeypatch.setattr(check, "needs", lambda v, t: [])
+    repo = tmp_path / "repo"
+    for rel in CHECK_FILES:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(config.REPO / rel, repo / rel)
+    monkeypatch.setattr(config, "REPO", repo)
+    builds = []
+    monkeypatch.setattr(check, "build_variant", lambda v, t, full, quick=False:
+                        builds.append(v.leaf) or check.verdict("pass"))
+    monkeypatch.setattr(build, "each_commit", lambda arch_name:
+                        builds.append(f"check/{arch_name}/each-commit") or [])
+    return versions, repo, builds
+
+
+def runs_again(v, change):
+    """Whether a leaf that ran and was stored runs again after change()
+    (the second run with nothing changed prints the stored verdict)."""
+    tally = Tally()
+    for _ in range(2):
+        ccheck.check(v, tally)
+    assert [r[2] for r in tally.rows] == ["", "cached"]
+    change()
+    ccheck.check(v, tally)
+    return tally.rows[-1][2] != "cached"
+
+
+@pytest.mark.parametrize("tool", ["gcc", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-ld",
+                                  "sparse"])
+def test_a_new_tool_version_runs_a_leaf_again(leaf_runs, tool):
+    versions, _, builds = leaf_runs
+    v = variant("arm64/lab-contpte-off")
+    assert runs_again(v, lambda: versions.update({tool: versions[tool] + " (rebuilt)"}))
+    assert builds == [v.leaf] * 2
+
+
+@pytest.mark.parametrize("tool", ["gcc", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-ld"])
+def test_a_new_tool_version_runs_an_each_commit_leaf_again(leaf_runs, tool):
+    versions, _, builds = leaf_runs
+    v = variant("arm64/each-commit")
+    assert runs_again(v, lambda: versions.update({tool: versions[tool] + " (rebuilt)"}))
+    assert builds == [v.leaf] * 2
+
+
+def test_sparse_is_no_input_of_a_leaf_that_runs_no_sparse(leaf_runs):
+    versions, _, _ = leaf_runs
+    assert not runs_again(variant("x86_64/each-commit"),
+                          lambda: versions.update({"sparse": "0.6.5"}))
+
+
+@pytest.mark.parametrize("rel", CHECK_FILES)
+def test_a_change_to_the_labs_check_code_runs_a_leaf_again(leaf_runs, rel):
+    _, repo, builds = leaf_runs
+    for v in (variant("x86_64/debian-amd64"), variant("x86_64/each-commit")):
+        assert runs_again(v, lambda: (repo / rel).write_text(
+            (repo / rel).read_text() + f"\n# {v.leaf}\n")), (rel, v.leaf)
+
+
+def test_the_check_code_is_what_decides_a_verdict():
+    assert set(CHECK_FILES) <= set(check.CHECK_CODE)
+    assert "KNOWN_FALSE = {" in (config.REPO / "lab/kernel/check.py").read_text()
+
+
+def test_a_stored_verdict_records_its_inputs(leaf_runs):
+    v = variant("arm64/lab-contpte-off")
+    ccheck.check(v, Tally())
+    stored = json.loads((check.build_dir(v, "patched") / check.STAMP).read_text())
+    assert stored["inputs"]["tools"] == {k: VERSIONS[k] for k in
+                                         ("gcc", "aarch64-linux-gnu-gcc",
+                                          "aarch64-linux-gnu-ld", "sparse")}
+    assert stored["key"] == check.stamp_key(stored["inputs"])
+
+
+def test_a_new_compiler_writes_a_leafs_config_again(work, monkeypatch):
+    """kbuild takes the compiler's capabilities into the .config: lines
+    checked with the old compiler are checked again with the new one."""
+    versions = dict(VERSIONS)
+    monkeypatch.setattr(build, "tool_version",
+                        lambda cmd: versions.get(cmd, f"{cmd}: not found"), raising=False)
+    monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f)
+    written = []
+
+    def write_config(v, t, flavour, build_out, log):
+        written.append(flavour)
+        (build_out / ".config").write_text("CONFIG_64BIT=y\n")
+    monkeypatch.setattr(check, "write_config", write_config)
+    v = variant("arm64/lab-contpte-off")
+    out = check.build_dir(v, "patched")
+    out.mkdir(parents=True)
+    for _ in range(2):
+        check.configure(v, check.TARGETS["arm64"], "patched", out, work / "log")
+    assert written == ["patched"]
+    versions["aarch64-linux-gnu-gcc"] = "aarch64-linux-gnu-gcc (Debian 13.1.0-1) 13.1.0"
+    check.configure(v, check.TARGETS["arm64"], "patched", out, work / "log")
+    assert written == ["patched"] * 2
 
 
 def test_a_leaf_that_could_not_run_is_not_stored(work, monkeypatch):

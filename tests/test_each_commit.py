@@ -1,5 +1,6 @@
 """Host unit tests of build.each_commit(): every commit builds in the config
-the fragments make now, not in one left from earlier fragments."""
+the fragments make now, not in one left from earlier fragments, and with
+the tools and the lab code of now, not with those of an earlier run."""
 
 import shutil
 import types
@@ -37,7 +38,22 @@ def fake_tree(monkeypatch, tmp_path):
 
     monkeypatch.setattr(build, "run", fake_run)
     monkeypatch.setattr(build, "say", lambda *a: None)
+    monkeypatch.setattr(build, "tool_version", lambda cmd: VERSIONS[cmd], raising=False)
     return tree / "out-x86_64-default", configs, calls
+
+
+# what --version prints first, per program; a test changes an entry to
+# change a tool
+VERSIONS = {}
+
+
+@pytest.fixture(autouse=True)
+def versions():
+    VERSIONS.clear()
+    VERSIONS.update({"gcc": "gcc (Debian 12.2.0-14+deb12u1) 12.2.0",
+                     "ld": "GNU ld (GNU Binutils for Debian) 2.40",
+                     "aarch64-linux-gnu-gcc": "aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0",
+                     "aarch64-linux-gnu-ld": "GNU ld (GNU Binutils for Debian) 2.40"})
 
 
 def new_commits(out):
@@ -160,3 +176,47 @@ def test_a_commit_that_fails_is_not_stamped(fake_tree, monkeypatch):
     calls.clear()
     assert build.each_commit("x86_64") == []
     assert len(makes(calls)) == 2
+
+
+@pytest.mark.parametrize("tool", ["gcc", "ld"])
+def test_a_new_compiler_or_binutils_builds_every_commit_again(fake_tree, tool):
+    """A commit that built with one gcc or ld tells nothing of the next."""
+    _, _, calls = fake_tree
+    build.each_commit("x86_64")
+    calls.clear()
+    build.each_commit("x86_64")
+    assert makes(calls) == []
+    VERSIONS[tool] += " (rebuilt)"
+    calls.clear()
+    assert build.each_commit("x86_64") == []
+    assert len(makes(calls)) == 2
+
+
+def test_a_change_to_the_labs_build_code_builds_every_commit_again(fake_tree, monkeypatch,
+                                                                  tmp_path):
+    _, _, calls = fake_tree
+    repo = tmp_path / "repo"
+    code = repo / "lab/kernel/build.py"
+    code.parent.mkdir(parents=True)
+    shutil.copyfile(config.REPO / "lab/kernel/build.py", code)
+    monkeypatch.setattr(config, "REPO", repo)
+    build.each_commit("x86_64")
+    calls.clear()
+    build.each_commit("x86_64")
+    assert makes(calls) == []
+    code.write_text(code.read_text() + "\n# changed\n")
+    calls.clear()
+    build.each_commit("x86_64")
+    assert len(makes(calls)) == 2
+
+
+def test_the_toolchain_of_a_cross_build_is_the_cross_gcc_and_ld(monkeypatch):
+    monkeypatch.setattr(build, "tool_version", lambda cmd: VERSIONS[cmd])
+    assert build.toolchain("aarch64-linux-gnu-") == {
+        prog: VERSIONS[prog] for prog in ("gcc", "aarch64-linux-gnu-gcc",
+                                          "aarch64-linux-gnu-ld")}
+
+
+def test_tool_version_is_the_first_line_or_says_what_is_missing():
+    assert build.tool_version("gcc").startswith("gcc")
+    assert build.tool_version("no-such-gcc") == "no-such-gcc: not found"

@@ -19,7 +19,8 @@ def check(v, tally, full=False, use_cache=True, quick=False):
     else:
         stamp = kcheck.build_dir(v, "patched") / kcheck.STAMP
     try:
-        key = kcheck.stamp_key(kcheck.stamp_inputs(v, t, full, quick))
+        inputs = kcheck.stamp_inputs(v, t, full, quick)
+        key = kcheck.stamp_key(inputs)
         hit = kcheck.load_stamp(stamp, key) if use_cache else None
         if hit:
             report(tally, v, hit, cached=True)
@@ -37,7 +38,7 @@ def check(v, tally, full=False, use_cache=True, quick=False):
     except LabError as e:
         report(tally, v, kcheck.verdict("fail", str(e).splitlines()[0], str(e)))
         return
-    kcheck.save_stamp(stamp, key, result)
+    kcheck.save_stamp(stamp, key, result, inputs)
     report(tally, v, result)
 
 

@@ -10,6 +10,7 @@ earlier one's.
 """
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -93,6 +94,33 @@ def config_hash(arch_name, variant, flavour="stock"):
     h = hashlib.sha256()
     for f in fragments(arch_name, variant, flavour):
         h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def tool_version(cmd):
+    """The first line of '<cmd> --version' (gcc, ld, sparse), or a line
+    saying the program is missing."""
+    try:
+        p = subprocess.run([cmd, "--version"], capture_output=True, text=True)
+    except OSError:
+        return f"{cmd}: not found"
+    lines = (p.stdout or p.stderr).splitlines()
+    return lines[0].strip() if lines else f"{cmd}: no version (exit {p.returncode})"
+
+
+def toolchain(cross):
+    """{program: version} of what compiles and links a kernel for the arch
+    of CROSS_COMPILE=@cross: the host's gcc (kbuild's host programs:
+    modpost, objtool, fixdep), the arch's gcc and its binutils (ld)."""
+    return {prog: tool_version(prog) for prog in ("gcc", f"{cross}gcc", f"{cross}ld")}
+
+
+def code_hash(paths):
+    """sha256 over the lab's own source files @paths (relative to the lab's
+    checkout, config.REPO), as they are now, committed or not."""
+    h = hashlib.sha256()
+    for rel in paths:
+        h.update(rel.encode() + b"\0" + (config.REPO / rel).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -274,11 +302,24 @@ def image_path(arch_name, variant="default", flavour="patched"):
 # built there, named by built_key().
 BUILT_DIR = "built"
 
+# The lab's own code that decides whether a commit builds (the make
+# command, the config steps, each_commit() itself).
+EACH_COMMIT_CODE = ("lab/kernel/build.py",)
 
-def built_key(tree_hash, config_hash_):
+
+def tools_key(cross):
+    """A hash over what decides a commit's build beside its tree and the
+    config: toolchain(@cross) and the lab's EACH_COMMIT_CODE."""
+    return hashlib.sha256(json.dumps({"tools": toolchain(cross),
+                                      "code": code_hash(EACH_COMMIT_CODE)},
+                                     sort_keys=True).encode()).hexdigest()[:16]
+
+
+def built_key(tree_hash, config_hash_, tools_key_):
     """The name of the stamp of a commit that built: its tree (the source,
-    whatever commit carries it) and the config fragments' hash."""
-    return f"{tree_hash}-{config_hash_}"
+    whatever commit carries it), the config fragments' hash and
+    tools_key() (the compilers, binutils and the lab's build code)."""
+    return f"{tree_hash}-{config_hash_}-{tools_key_}"
 
 
 def each_commit(arch_name, variant="default"):
@@ -289,7 +330,9 @@ def each_commit(arch_name, variant="default"):
     stock and patched builds compiled.  A commit whose tree built before in
     the same config (a stamp in BUILT_DIR) is not built again: a change to
     one patch builds that commit and the ones after it, and a run cut off
-    goes on where it stopped.  Returns the list of failed commits.
+    goes on where it stopped; a new compiler or binutils, or a change to
+    the lab's build code (EACH_COMMIT_CODE), builds every commit again.
+    Returns the list of failed commits.
     """
     from . import source
     patched = source.apply()
@@ -303,6 +346,7 @@ def each_commit(arch_name, variant="default"):
     out = tree / f"out-{arch_name}-{variant}"
     frags = fragments(arch_name, variant, "patched")
     want = config_hash(arch_name, variant, "patched")
+    tools = tools_key(a.cross)
     env = dict(os.environ, **BUILD_ENV)
     base = make_cmd(a, tree, out, "bisect")
     failed = []
@@ -310,10 +354,10 @@ def each_commit(arch_name, variant="default"):
     for c in commits:
         subject = source.out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
         stamp = built / built_key(
-            source.out(["git", "-C", str(patched), "rev-parse", f"{c}^{{tree}}"]), want)
+            source.out(["git", "-C", str(patched), "rev-parse", f"{c}^{{tree}}"]), want, tools)
         if stamp.exists():
             say(f"builds {arch_name}: {c[:12]} {subject} (this tree built before, "
-                "in this config)")
+                "in this config, with these tools)")
             continue
         run(["git", "-C", str(tree), "checkout", "-q", "--detach", c], quiet=True)
         log = config.log_dir() / f"bisect-{arch_name}-{c[:12]}.log"

@@ -89,11 +89,14 @@ kernel (stock has no PT_RECLAIM), so ccache already holds its objects.
 
 Caching: a leaf's verdict is stored in its patched build directory
 (.lab-check) with a key over the patched and stock HEADs, the series hash,
-the config inputs of both trees, the variant definition and whether it was
-a --full build; the next run with the same key prints the stored verdict
-without building.  A leaf whose builds did not run to the end (a missing
-compiler, a config line that did not stick, a failed download) is not
-stored.  --no-cache builds anyway.
+the config inputs of both trees, the variant definition, whether it was
+a --full build, the toolchain (the first line of --version of the host's
+gcc, the arch's gcc and ld, and sparse where the leaf runs it), the lab's
+own check code (CHECK_CODE, which holds KNOWN_FALSE) and the known-false
+table; the next run with the same key prints the stored verdict without
+building, and a change to any of them runs the leaf again.  A leaf whose
+builds did not run to the end (a missing compiler, a config line that did
+not stick, a failed download) is not stored.  --no-cache builds anyway.
 """
 
 import dataclasses
@@ -437,8 +440,11 @@ def write_config(v, t, flavour, build_out, log):
 
 
 def configure(v, t, flavour, build_out, log):
-    """write_config() unless the build directory already has this config."""
-    want = hashlib.sha256(config_inputs(v, t, flavour).encode()).hexdigest()
+    """write_config() unless the build directory already has this config,
+    made with this compiler (kbuild takes the compiler's capabilities into
+    the .config, so that lines checked with another may no longer hold)."""
+    want = hashlib.sha256((config_inputs(v, t, flavour) + "\n" + json.dumps(
+        build.toolchain(t.cross), sort_keys=True)).encode()).hexdigest()
     build.stamped_config(build_out, want,
                          lambda: write_config(v, t, flavour, build_out, log),
                          CONFIG_STAMP)
@@ -638,10 +644,11 @@ def load_stamp(path, key):
     return stored["result"] if stored.get("key") == key else None
 
 
-def save_stamp(path, key, result):
+def save_stamp(path, key, result, inputs=None):
+    """Store a verdict under key, with the inputs the key was made of."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"key": key, "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                "result": result}, indent=1))
+                                "inputs": inputs, "result": result}, indent=1))
 
 
 def verdict(status, detail="", error="", new=(), no_sparse="", known=()):
@@ -785,12 +792,27 @@ def failed_build(log, stock_log=None):
 # stored verdict without one of them is stale.
 CHECKS = ["module symbols"]
 
+# The lab's own code that decides a leaf's verdict (KNOWN_FALSE is in
+# check.py): a stored verdict holds only for the code that judged it.
+CHECK_CODE = ("lab/kernel/check.py", "lab/kernel/modsyms.py", "lab/kernel/build.py",
+              "lab/commands/check.py")
+
+
+def tools(v, t):
+    """build.toolchain() of a leaf's arch, and sparse's version where the
+    leaf runs sparse (every leaf but each-commit)."""
+    found = build.toolchain(t.cross)
+    if v.base != "each-commit":
+        found["sparse"] = build.tool_version("sparse")
+    return found
+
 
 def stamp_inputs(v, t, full, quick=False):
     dirs = variant_dirs(v, quick)
     inputs = {"patched": head("patched"), "stock": head("stock"),
               "series": source.series_hash(), "variant": dataclasses.asdict(v),
-              "full": bool(full and dirs), "dirs": list(dirs)}
+              "full": bool(full and dirs), "dirs": list(dirs),
+              "tools": tools(v, t), "code": build.code_hash(CHECK_CODE)}
     if v.base == "each-commit":
         inputs["config"] = build.config_hash(t.name, "default", "patched")
     else:
