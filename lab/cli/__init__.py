@@ -7,7 +7,9 @@
   lab image [-a ARCH]         build the guest initramfs
   lab boot -a ARCH -f FLAVOUR [--run CMD] [--icount] ...
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
+  lab test --list             the test programs --only may name
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N] [--no-cache]
+  lab bench --list            the workloads, their modes and arches
   lab bench --bundle DIR -a ARCH [-w WORKLOAD] [--quick] [--repeats N]
                               the workloads and run-here.sh, for a machine
                               booted with a foliobatch kernel
