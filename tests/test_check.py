@@ -623,6 +623,28 @@ def test_failed_build_is_a_skip_only_when_stock_fails_the_same_way(tmp_path):
     assert r["detail"] == "build failed: ../mm/rmap.c:10:2: error: 'x' undeclared"
 
 
+MODPOST_LOG = """\
+  MODPOST Module.symvers
+ERROR: modpost: "contpte_early_exit" [drivers/xen/xen-privcmd.ko] undefined!
+ERROR: modpost: "contpte_early_exit" [drivers/xen/privcmd-buf.ko] undefined!
+make[2]: *** [../scripts/Makefile.modpost:145: Module.symvers] Error 1
+make[1]: *** [/work/src/patched/Makefile:1939: modpost] Error 2
+make: *** [Makefile:224: __sub-make] Error 2
+"""
+
+
+def test_a_build_that_modpost_stops_names_the_symbol(tmp_path):
+    """A whole build of the modules fails at modpost's "undefined!": the
+    verdict names it, and stock stopping at it too makes a SKIP."""
+    patched, stock = tmp_path / "p.log", tmp_path / "s.log"
+    patched.write_text("  CC [M]  drivers/xen/privcmd.o\n" + MODPOST_LOG)
+    r = check.failed_build(patched)
+    assert r["status"] == "fail" and r["detail"] == \
+        'build failed: ERROR: modpost: "contpte_early_exit" [drivers/xen/xen-privcmd.ko] undefined!'
+    stock.write_text(MODPOST_LOG)
+    assert check.failed_build(patched, stock)["status"] == "skip"
+
+
 # --- the variant table -------------------------------------------------------
 
 def variant(leaf):

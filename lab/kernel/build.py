@@ -187,10 +187,11 @@ def configure(arch_name, variant, flavour, log):
 
 
 def first_error(log):
-    """The first compiler/linker error in a build log, with a little context."""
+    """The first compiler/linker/modpost error in a build log, with a little
+    context."""
     lines = log.read_text(errors="replace").splitlines()
     for i, line in enumerate(lines):
-        if re.search(r"(error:|Error \d|undefined reference|\*\*\* )", line):
+        if re.search(r"(error:|Error \d|undefined reference|\*\*\* |^ERROR: modpost: )", line):
             return "\n".join(lines[max(0, i - 3):i + 4])
     return "\n".join(lines[-15:])
 

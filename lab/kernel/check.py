@@ -660,9 +660,11 @@ def verdict(status, detail="", error="", new=(), no_sparse="", known=()):
 
 
 def error_line(context):
-    """The line of a first_error() block that names the error."""
+    """The line of a first_error() block that names the error (a compiler's
+    'error:', modpost's 'ERROR: modpost:')."""
     lines = context.splitlines()
-    return next((l for l in lines if "error:" in l), lines[-1] if lines else "")
+    return next((l for l in lines if "error:" in l or l.startswith("ERROR: modpost: ")),
+                lines[-1] if lines else "")
 
 
 def build_variant(v, t, full, quick=False):
