@@ -11,8 +11,8 @@ def add_parser(sub):
     sp.add_argument("-k", dest="names", action="append", metavar="NAME",
                     help="variant NAME or ARCH/NAME, shell wildcards allowed (repeatable)")
     sp.add_argument("--full", action="store_true",
-                    help="build all of vmlinux for the variants that otherwise build "
-                    "some directories only")
+                    help="build the whole kernel, modules too, for the variants that "
+                    "otherwise build some directories only")
     sp.add_argument("--quick", action="store_true",
                     help="lab variants build mm/, arch/ARCH/mm/ and the directories "
                     "of the changed files, not the whole kernel (what lab test runs)")

@@ -24,14 +24,15 @@ CONFIG_MMU_NOTIFIER (a hidden option, on only when KVM, Xen, an IOMMU or a
 GPU driver selects it): lab-mmu-notifier-off checks that it stays off, and
 lab-mmu-notifier-on turns it on the way distros do, through KVM.
 
-What is built: the whole kernel for lab variants (make's default target),
-vmlinux (no modules) for the others with --full.  Without --full, a variant
-with directories (the Debian configs, riscv64) builds only those
-directories, the directories of the .c files the series changes, and every
-object that an earlier build in the same build directory compiled from a
-header the series changes (the deps_ lines of its .o.cmd file).  The first
-run in a fresh directory therefore builds only the directories; after one
---full run it also rebuilds everything a changed header reaches.
+What is built: the whole kernel (make's default target: vmlinux, and the
+modules where the config has them) for lab variants, and for the others
+with --full.  Without --full, a variant with directories (the Debian
+configs, riscv64) builds only those directories, the directories of the .c
+files the series changes, and every object that an earlier build in the
+same build directory compiled from a header the series changes (the deps_
+lines of its .o.cmd file).  The first run in a fresh directory therefore
+builds only the directories; after one --full run it also rebuilds
+everything a changed header reaches.
 
 Warnings: gcc's and sparse's `file:line[:col]: warning|error: text [-Wflag]`,
 objtool's and ld's `file: warning: text`, and modpost's `WARNING: modpost:
@@ -55,13 +56,15 @@ of the .c files the series changes, in both trees; those objects are
 deleted first, so that they compile again and the log holds all their
 warnings.
 
-Modules: a directory build runs no modpost, so a module that needs a
-symbol nothing exports since the series (a static inline that now names a
-new variable) would fail to link only on a user's machine.  Where the
-config builds modules, modsyms.unexported_needs() takes, with nm, what each
-module object of the build leaves undefined on patched and not on stock,
-and fails the leaf for a symbol no EXPORT_SYMBOL*() of the patched tree
-names; the verdict notes when there was no module object to look at.
+Modules: where a leaf builds the modules (the whole kernel of a config
+with CONFIG_MODULES: the Debian configs and riscv64's defconfig with
+--full), modsyms.missing_exports() reads what both builds made, each
+tree's Module.symvers and what each module's object needs (nm -u), and
+fails the leaf for a module that needs a symbol stock exports and patched
+does not (whether or not the series changes that module), or a patched
+module that needs a symbol neither exports.  A leaf that cannot check
+says so in its verdict: a config without modules, or a directory build
+(no modpost ran; --full builds the modules).
 
 Each-commit leaves run build.each_commit() (every commit of the series
 builds) for x86_64 and arm64.
@@ -239,7 +242,7 @@ def describe(v):
     text = " ".join([base] + [f"+ {line}" for line in v.lines])
     if v.dirs:
         text += "; " + " ".join(d.format(srcarch=t.srcarch) for d in v.dirs) + \
-            " only (vmlinux with --full)"
+            " only (the whole kernel with --full)"
     return text
 
 
@@ -351,7 +354,7 @@ def goals(v, t, build_out, full, c_files, headers, quick=False):
     make's default target."""
     dirs = variant_dirs(v, quick)
     if full or not dirs:
-        return [] if v.base == "lab" else ["vmlinux"]
+        return []
     dirs = built_dirs(v, t, quick, c_files)
     objs = [o for o in objects_including(build_out, headers)
             if buildable(build_out, o) and not o.startswith(tuple(dirs))]
@@ -691,7 +694,7 @@ def build_variant(v, t, full, quick=False):
     if not ok["stock"]:
         return verdict("pass", ", ".join(notes + [f"the stock build failed (log: "
                                                   f"{logs['stock']}), warnings not compared"]))
-    modules_failed = module_check(v, t, full, quick, c_files, headers, notes)
+    modules_failed = module_check(v, t, full, quick, notes)
     extra, no_sparse = {}, ""
     for sparse in (True, False):
         extra, failed, errs = {}, {}, {}
@@ -744,31 +747,32 @@ def built_dirs(v, t, quick, c_files):
     return dirs + [d for d in dirs_of(c_files) if d not in dirs]
 
 
-def module_check(v, t, full, quick, c_files, headers, notes):
-    """The module-symbol check of a built leaf (modsyms): appends what it
-    did to notes; returns the failure's text, or "" when it passed or
-    could not apply."""
+def module_check(v, t, full, quick, notes):
+    """The module-symbol check of a built leaf (modsyms), on what both
+    builds made: appends what it did, or why it could not check, to notes;
+    returns the failure's text, or "" when it passed or could not apply."""
     patched = build_dir(v, "patched")
     if not modules_on(patched):
+        notes.append("the config builds no modules: module symbols not checked")
         return ""
-    if full or not variant_dirs(v, quick):
-        notes.append("modules not built: module symbols not checked")
+    if not full and variant_dirs(v, quick):
+        notes.append("no modpost in a directory build: module symbols not checked "
+                     "(--full builds the modules)")
         return ""
-    objs = [o for o in objects_including(patched, headers) if buildable(patched, o)]
     try:
-        missing, n = modsyms.unexported_needs(
-            f"{t.cross}nm", patched, build_dir(v, "stock"), config.source_tree("patched"),
-            built_dirs(v, t, quick, c_files), objs)
+        missing, n = modsyms.missing_exports(f"{t.cross}nm", patched, build_dir(v, "stock"))
     except LabError as e:
-        return f"module symbols: {e}"
-    if not n:
-        notes.append("no module object among the built objects: module symbols not checked")
-        return ""
+        return f"module symbols not checked: {e}"
     if missing:
         return (f"{len(missing)} symbol{'s' * (len(missing) != 1)} that a module needs "
-                "with the series and nothing exports (modpost would stop): " +
-                "; ".join(f"{m}: {sym}" for m, sym in missing))
-    notes.append(f"module symbols exported ({n} module object{'s' * (n != 1)})")
+                "and the series' Module.symvers does not export: " +
+                "; ".join(f"{m}: {sym} ({why})" for m, sym, why in missing))
+    if not n:
+        notes.append(f"no module in the build ({modsyms.ORDER} is empty): "
+                     "module symbols not checked")
+        return ""
+    notes.append(f"module symbols: what {n} module{'s' * (n != 1)} "
+                 f"need{'s' * (n == 1)} is exported (Module.symvers of both trees)")
     return ""
 
 
@@ -792,7 +796,7 @@ def failed_build(log, stock_log=None):
 
 # What a leaf's verdict covers beside the build and its warnings; a
 # stored verdict without one of them is stale.
-CHECKS = ["module symbols"]
+CHECKS = ["module symbols (Module.symvers)"]
 
 # The lab's own code that decides a leaf's verdict (KNOWN_FALSE is in
 # check.py): a stored verdict holds only for the code that judged it.
