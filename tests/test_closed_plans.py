@@ -1,5 +1,6 @@
 """Test plans are closed: every test name of the lab's tables (suites.py)
-and skip declarations (skips.tsv) is a test its program lists.
+and skip declarations (skips.tsv) is a test its program lists, and a
+program a boot runs that reports no test fails.
 
 The kselftest harness says nothing of a name that is no test: '-t NAME'
 runs nothing (plan 1..0, exit 0) and '-T NAME' leaves nothing out.  The
@@ -8,7 +9,9 @@ as its -l would print it."""
 
 import pytest
 
-from lab.guest import harness, skips, suites
+from lab.commands import test as testcmd
+from lab.core.tally import Tally
+from lab.guest import harness, results, run, skips, suites, verdicts
 
 SOURCE = """\
 #include "lab_test.h"
@@ -105,3 +108,67 @@ def test_a_skip_declaration_planted_for_no_real_test_is_found(tmp_path, monkeypa
     monkeypatch.setattr(skips, "DECLARED", planted)
     bad = harness.undeclarable()
     assert len(bad) == 1 and bad[0].startswith(row + ":") and why in bad[0], bad
+
+
+# What the kselftest harness prints when '-t NAME' names no test of it.
+NO_TEST = ("    TAP version 13\n    1..0\n    # Starting 0 tests from 0 test cases.\n"
+           "    # PASSED: 0 / 0 tests passed.\n"
+           "    # Totals: pass:0 fail:0 xfail:0 xpass:0 skip:0 error:0\n")
+
+
+@pytest.mark.parametrize("output, own_line", [
+    (NO_TEST, "ok 1 read_batch"),                   # -t mbind_moves
+    ("", "ok 1 read_batch"),                        # nothing at all, exit 0
+    ("", "ok 1 read_batch # SKIP exit 4"),          # -l: the list, exit 4
+])
+def test_an_own_program_that_ran_no_test_fails(output, own_line):
+    text = f"# lab: start read_batch: /lab/tests/read_batch -t mbind_moves\n{output}{own_line}\n"
+    assert [(r.name, r.status) for r in results.parse(text)] == [
+        ("read_batch/<no tests>", "fail")]
+
+
+def test_an_upstream_program_that_planned_no_test_fails_on_either_kernel():
+    """kselftest.h's ksft_set_plan(0): a plan of nothing is the plan's
+    failure, not an upstream failure that stock excuses."""
+    text = ("# lab: start mkdirty: /lab/selftests/mm/mkdirty\n    TAP version 13\n"
+            "    1..0\n    # Totals: pass:0 fail:0 xfail:0 xpass:0 skip:0 error:0\n"
+            "ok 1 mkdirty\n")
+    leaves = results.parse(text)
+    assert [(r.name, r.status) for r in leaves] == [("mkdirty/<no tests>", "fail")]
+    rows = verdicts.judge("x86_64", "default", {"stock": leaves, "patched": leaves})
+    assert [r[0] for r in rows] == ["fail", "fail"]
+
+
+@pytest.mark.parametrize("text, leaf", [
+    # khugepaged prints no KTAP: its own lines and its exit status
+    ("# lab: start khugepaged: /lab/selftests/mm/khugepaged\n"
+     "    Run test: collapse_full (khugepaged:anon) \x1b[32mOK\x1b[0m\nok 1 khugepaged\n",
+     ("khugepaged", "pass")),
+    # a program that skips as a whole (ksft_exit_skip() before its plan)
+    ("# lab: start soft-dirty: /lab/selftests/mm/soft-dirty\n"
+     "    1..0 # SKIP no soft-dirty\nok 1 soft-dirty # SKIP exit 4\n",
+     ("soft-dirty", "skip")),
+    # a command of a plan that is no test program (commands/here.py)
+    ("# lab: start run-here: sh /lab/run-here.sh -o /tmp/here\nok 1 run-here\n",
+     ("run-here", "pass")),
+    # an own program that failed before it printed a result is its own leaf
+    ("# lab: start sanity: /lab/tests/sanity\nnot ok 1 sanity # exit 1\n",
+     ("sanity", "fail")),
+])
+def test_programs_without_subtests_by_design_keep_their_own_line(text, leaf):
+    assert [(r.name, r.status) for r in results.parse(text)] == [leaf]
+
+
+def test_an_extra_boot_whose_test_name_runs_nothing_fails(tmp_path):
+    """The numa boot runs 'read_batch -t mbind_move': were the test renamed,
+    the boot would run nothing and, before, pass."""
+    c = tmp_path / "console.log"
+    c.write_text("LAB-READY: 6.12\n# lab: start read_batch: /lab/tests/read_batch "
+                 f"-t mbind_move\n{NO_TEST}ok 1 read_batch\nLAB-EXIT: 0\n")
+    b = run.Boot(c, 0, True, False, 1.0, plan="lab_run read_batch 600 /lab/tests/read_batch "
+                 "-t mbind_move\n")
+    tally = Tally()
+    testcmd.tally_boot(tally, "x86_64/default/patched-numa", b)
+    assert [r[:2] for r in tally.rows] == [
+        ("fail", "x86_64/default/patched-numa/read_batch/<no tests>")]
+    assert tally.finish(tally.save("test")) == 1

@@ -93,9 +93,11 @@ def test_a_result_line_cut_by_kernel_output_keeps_its_result():
             "not ok 1 reclaim_bat[  812.300000] clocksource: Switched to clocksource tsc\n"
             "ch # exit 1\n"
             "# lab: start sanity: /lab/tests/sanity\n"
+            "    ok 1 global.boot_release\n"
             "ok 2 sanity\n")
     leaves = {r.name: r.status for r in results.parse(text)}
-    assert leaves == {"reclaim_batch/batch.lost_write": "fail", "sanity": "pass"}
+    assert leaves == {"reclaim_batch/batch.lost_write": "fail",
+                      "sanity/global.boot_release": "pass"}
     assert results.program_results(text) == {"reclaim_batch": "fail", "sanity": "pass"}
     assert results.kernel_reports(text) == []
 
@@ -108,12 +110,13 @@ def test_a_program_cut_off_by_the_next_keeps_its_failures():
             "    not ok 1 batch.lost_write\n"
             "    ok 2 batch.ok\n"
             "# lab: start sanity: /lab/tests/sanity\n"
+            "    ok 1 global.boot_release\n"
             "ok 2 sanity\n")
     leaves = {r.name: r.status for r in results.parse(text)}
     assert leaves["reclaim_batch/batch.lost_write"] == "fail"
     assert leaves["reclaim_batch/batch.ok"] == "pass"
     assert leaves["reclaim_batch/<did not finish>"] == "fail"
-    assert leaves["sanity"] == "pass"
+    assert leaves["sanity/global.boot_release"] == "pass"
 
 
 @pytest.mark.parametrize("line", [
@@ -136,9 +139,10 @@ def test_only_a_cut_result_line_is_joined():
     """A program line that merely holds a timestamp-like '[1.5] ' is not a
     cut result line: the next line stays its own."""
     text = ("# lab: start foo: /lab/tests/foo\n"
+            "    ok 1 global.a\n"
             "    # took [1.5] s\n"
             "ok 1 foo\n")
-    assert {r.name: r.status for r in results.parse(text)} == {"foo": "pass"}
+    assert {r.name: r.status for r in results.parse(text)} == {"foo/global.a": "pass"}
 
 
 def test_a_cut_line_at_the_end_of_the_console_is_no_result():

@@ -3,7 +3,8 @@
 A plan prints one KTAP result per program; each program's own output is
 indented by four spaces, so the results of its subtests are the lines
 '    ok N name' / '    not ok N name'.  Leaves are the unit of counting: a
-program's subtests, or the program itself when it reports none.
+program's subtests, or the program itself when it reports none (unless it
+should have: no_tests()).
 """
 
 import json
@@ -23,7 +24,10 @@ BARE_DIRECTIVE_RE = re.compile(r"^#\s*(SKIP|TODO|XFAIL)\b(.*)$", re.IGNORECASE)
 # names the leaf of the result that follows, and a bare directive's detail
 # says it too.
 RUN_RE = re.compile(r"^    # \[RUN\] (.*?)\s*$")
-START_RE = re.compile(r"^# lab: start ([^:\s]+):")
+START_RE = re.compile(r"^# lab: start ([^:\s]+):\s*(\S*)")
+# Where the plans run the own test programs from (guest/tests/*.c, all
+# built with the kselftest harness): the command of their start line.
+OWN_DIR = "/lab/tests/"
 # A program's KTAP plan: how many subtest results it will print.
 PLAN_RE = re.compile(r"^    1\.\.(\d+)\s*$")
 TOOK_RE = re.compile(r"^# lab: (\S+) took (\d+(?:\.\d+)?) s$")
@@ -91,8 +95,34 @@ def new_failure_lines(patched, stock):
 
 # The leaves parse() makes up for a program whose own result line is the
 # failure: it ended not ok with no failed subtest, or never reported, or it
-# reported another number of subtests than its KTAP plan said.
-PROGRAM_LEAVES = ("<exit status>", "<did not finish>", "<plan count>")
+# reported another number of subtests than its KTAP plan said, or it ran
+# no test at all (no_tests()).
+PROGRAM_LEAVES = ("<exit status>", "<did not finish>", "<plan count>", "<no tests>")
+
+
+def no_tests(own, planned, status):
+    """Why a program that ended with status (its own line's: pass, skip or
+    fail) and reported no subtest ran no test, or None when its own line
+    is its one leaf.  A program that failed is its own failed leaf.
+    Otherwise:
+      - an own program (own: started from OWN_DIR) is a kselftest harness
+        program, which prints a KTAP result for every test it runs: none
+        means it ran none (a -t name that is no test, every test left out
+        with -T, or no test left in it), with a plan of 1..0 or without;
+      - any program whose KTAP plans add up to 1..0 (kselftest.h's
+        ksft_set_plan(0)) planned no test.  A program that skips as a
+        whole prints '1..0 # SKIP why' (ksft_exit_skip()), which is no
+        plan here: it is its own skip, declared or not like any other;
+      - a program that prints no KTAP at all (khugepaged: its own lines and
+        its exit status) is judged by its exit status, its one leaf."""
+    if status == "fail":
+        return None
+    if own:
+        return "the harness program reported no test" + \
+            (" (KTAP plan 1..0)" if planned == 0 else "")
+    if planned == 0:
+        return "KTAP plan 1..0: the program planned no test"
+    return None
 
 
 def _own_status(m):
@@ -154,6 +184,7 @@ def parse(text):
     errors = []         # the program's failure lines
     since = []          # ... since its last subtest result
     current = None
+    own = False         # the program is an own one (no_tests())
     planned = None      # the sum of the program's KTAP plans, if it had one
     announced = ""      # the program's last '# [RUN] ...' case
     for line in console_lines(text):
@@ -164,6 +195,7 @@ def parse(text):
                 results.extend(_unfinished(current, subs))
             current, subs, errors, since = m.group(1), [], [], []
             planned, announced = None, ""
+            own = m.group(2).startswith(OWN_DIR)
             continue
         m = PLAN_RE.match(line)
         if m and current:
@@ -208,7 +240,12 @@ def parse(text):
             ok = m.group(1) == "ok"
             directive = m.group(4) or ""
             results.extend(_unique(subs))
-            if not subs:
+            empty = None if subs else no_tests(own, planned, _own_status(m))
+            if empty:
+                results.append(Result(f"{prog}/{PROGRAM_LEAVES[3]}", "fail",
+                                      empty + (f" ({directive})" if directive else ""),
+                                      prog, tuple(errors)))
+            elif not subs:
                 results.append(Result(prog, _own_status(m), directive, prog,
                                       tuple(errors)))
             elif not ok and not any(s.status == "fail" for s in subs):
@@ -218,7 +255,7 @@ def parse(text):
                 results.append(Result(f"{prog}/{PROGRAM_LEAVES[2]}", "fail",
                                       f"KTAP plan 1..{planned}, {len(subs)} results",
                                       prog, tuple(errors)))
-            current, subs, planned = None, [], None
+            current, subs, planned, own = None, [], None, False
     if current:
         # The program never reported: the guest died or the plan was cut off.
         results.extend(_unfinished(current, subs))

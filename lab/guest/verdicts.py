@@ -5,6 +5,7 @@ Shared by 'lab test' (commands/test.py, which re-runs the upstream leaves
 marked 'regress') and 'lab harden's suite (commands/harden.py, which has
 no re-run, so a 'regress' fails there).  Rules:
   - own tests must pass on both kernels;
+  - a program that ran no test (results.no_tests()) fails on either kernel;
   - an upstream leaf that fails on patched and on stock, without a failure
     line patched printed and stock did not, is reported, not counted;
   - a leaf that passes on stock and is skipped or missing on patched fails
@@ -41,7 +42,10 @@ def judge(arch_name, variant, per_flavour):
             elif r.status == "skip":
                 rows.append(skip_row(arch_name, variant, flavour, r, by_name)
                             + (r.program,))
-            elif r.status != "fail" or not suites.is_upstream(r.program):
+            elif (r.status != "fail" or not suites.is_upstream(r.program)
+                  or r.name.endswith("/" + results.PROGRAM_LEAVES[3])):
+                # a program that ran no test is the plan's failure, not
+                # an upstream test's: it fails on stock as on patched
                 rows.append((r.status, name, r.detail if r.status != "pass" else "",
                              r.program))
             elif flavour == "stock":
