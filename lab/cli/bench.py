@@ -37,7 +37,8 @@ def add_parser(sub):
                     "tables from those docs/results/headline.toml names")
     sp.add_argument("--tests", nargs="?", const="newest", metavar="RESULTS",
                     help="docs/results/test-summary.json and the README's counts from "
-                    "a stored 'lab test' run (default: the newest work/results/test-*.json)")
+                    "a stored full 'lab test' run that passed (default: the newest "
+                    "work/results/test-*.json; a partial or failed run is refused)")
     sp.set_defaults(fn=cmd_report)
 
 

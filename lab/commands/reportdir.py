@@ -75,7 +75,8 @@ def tests(rows_file=None):
     """'lab report --tests': docs/results/test-summary.json from a stored
     'lab test' run (rows_file, or the newest WORK/results/test-*.json), and
     the README's sentence made from it (testsummary.py).  The run's commit
-    and time come from what Tally.save() stored beside its rows."""
+    and time come from what Tally.save() stored beside its rows; a run
+    that was partial or failed is refused (testsummary.refusal())."""
     if rows_file is None:
         runs = sorted((config.WORK / "results").glob("test-*.json"))
         if not runs:
@@ -94,6 +95,9 @@ def tests(rows_file=None):
         if not isinstance(r, dict) or not {"status", "name", "detail"} <= set(r):
             raise LabError(f"{rows_file}: row {i} is not a 'lab test' row "
                            "(status, name, detail)")
+    refused = testsummary.refusal(meta, rows)
+    if refused:
+        raise LabError(f"{rows_file}: {refused}")
     when = time.strftime("%Y-%m-%d", time.localtime(rows_file.stat().st_mtime))
     s = testsummary.summarize(rows, meta["commit"], when, meta["time"])
     out = config.REPO / "docs" / "results" / "test-summary.json"

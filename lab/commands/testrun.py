@@ -50,12 +50,35 @@ def check_only(only):
                        f"{', '.join(known)}; 'lab test --list')")
 
 
+def left_out(arches, variant="default", only=None, pytest=True, own=True,
+             upstream=True, harden_too=True, check_too=True):
+    """What a run of run() with these arguments leaves out of a full 'lab
+    test' (every arch, every suite and part, the default variant, no
+    --only), as the options that did it; empty for a full run.  Tally.save()
+    records it, and 'lab report --tests' takes a full run only."""
+    out = []
+    missing = [a for a in config.ARCHES if a not in arches]
+    if missing:
+        out.append(f"-a {' -a '.join(arches)} (not {', '.join(missing)})")
+    if variant != "default":
+        out.append(f"-v {variant}")
+    if only is not None:
+        out.append(f"--only {','.join(sorted(only))}")
+    out += [flag for flag, on in (("--no-pytest", pytest), ("--no-own", own),
+                                  ("--no-upstream", upstream),
+                                  ("--no-harden", harden_too), ("--no-check", check_too))
+            if not on]
+    return out
+
+
 def run(arches, variant="default", only=None, pytest=True, own=True, upstream=True,
         harden_too=True, check_too=True, use_cache=True, jobs=2, kcidb_file=None):
     """Every part of 'lab test' (only: program names, which leaves out the
     export row, the check leaves and the harden short form); return the
-    exit status (Tally.finish())."""
+    exit status (Tally.finish()), which the saved run records with what
+    it left out (left_out())."""
     check_only(only)
+    partial = left_out(arches, variant, only, pytest, own, upstream, harden_too, check_too)
     tally = Tally()
     harden_too = harden_too and not only
     test.main(tally, arches, variant, pytest=pytest, own=own, upstream=upstream,
@@ -97,4 +120,4 @@ def run(arches, variant="default", only=None, pytest=True, own=True, upstream=Tr
         from ..outputs import kcidb
         nb, nt = kcidb.write(tally.rows, Path(kcidb_file))
         say(f"KCIDB I/O: {nb} builds, {nt} tests in {kcidb_file}")
-    return tally.finish(tally.save("test"))
+    return tally.finish(tally.save("test", partial))

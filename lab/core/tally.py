@@ -27,7 +27,8 @@ def skip_reason(detail):
 
 
 def info_path(rows_path):
-    """Where Tally.save() puts the run's commit and time for its rows."""
+    """Where Tally.save() puts the run's commit, time, exit status and
+    scope for its rows."""
     return rows_path.with_name(rows_path.stem + ".info")
 
 
@@ -86,18 +87,27 @@ class Tally:
             self.add("fail", "run/results", f"no result passed ({len(self.rows)} rows, "
                      f"{self.count('skip')} skipped)")
 
-    def save(self, kind):
-        """Write the rows to WORK/results/<kind>-<time>.json, and the
-        commit the run started from and its time so far beside them
-        (info_path()); return the rows' path."""
+    def save(self, kind, partial=None):
+        """Write the rows to WORK/results/<kind>-<time>.json, and beside
+        them (info_path()) the commit the run started from, its time so
+        far and its exit status (exit_status(), what finish() returns);
+        with partial (a list: what the run left out, empty for none), also
+        whether it was full and what it left out.  Return the rows' path."""
         self.close()
         out = config.WORK / "results" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
                                    for s, n, d in self.rows], indent=1))
-        info_path(out).write_text(json.dumps({"commit": self.commit,
-                                              "time": str(self.timer)}) + "\n")
+        info = {"commit": self.commit, "time": str(self.timer), "exit": self.exit_status()}
+        if partial is not None:
+            info.update(full=not partial, partial=list(partial))
+        info_path(out).write_text(json.dumps(info) + "\n")
         return out
+
+    def exit_status(self):
+        """The run's exit status: 1 on any failed row, else 0."""
+        self.close()
+        return 1 if self.count("fail") else 0
 
     def skip_reasons(self):
         """': N <reason>; ...' for the skips, most frequent first; a
@@ -126,4 +136,4 @@ class Tally:
         for s, n, d in fails:
             print(f"FAILED: {n}  {d}")
         print(f"{self.count('pass')} passed, {len(fails)} failed")
-        return 1 if fails else 0
+        return self.exit_status()

@@ -7,6 +7,7 @@ status, the skips by reason, the run's date, time and commit) and
 puts the sentence made from it into README.md between the TEST_SUMMARY
 markers.  A host test fails when the README's sentence is not the one the
 stored summary makes, so the README cannot state counts no run produced.
+It takes a full run that passed only (refusal()).
 """
 
 from collections import Counter
@@ -16,6 +17,27 @@ from . import blocks
 
 BEGIN = "<!-- test-summary: made by 'lab report --tests'; do not edit -->"
 END = "<!-- /test-summary -->"
+
+
+def refusal(info, rows):
+    """Why the README's summary may not come from a stored 'lab test' run
+    (info: what Tally.save() stored beside its rows), or None.  The
+    summary comes from a full run (every arch, every suite and part, the
+    default variant, no --only: testrun.left_out() empty) that passed:
+    its recorded exit status 0 and no failed row.  A run whose record
+    lacks its exit status or scope (an older lab's) is refused too."""
+    if "exit" not in info or "full" not in info:
+        return ("the run's record has no exit status or scope (a run of an older "
+                "lab): run 'lab test' again")
+    failed = sum(1 for r in rows if r["status"] == "fail")
+    if info["exit"] != 0 or failed:
+        return (f"the run failed (exit {info['exit']}, {failed} failed rows): the "
+                "README's summary comes from a run that passed")
+    if info["full"] is not True or info.get("partial"):
+        what = "; ".join(map(str, info.get("partial") or [])) or "not recorded as full"
+        return (f"a partial run ({what}): the README's summary comes from a full run "
+                "(every arch and suite, the default variant, no --only)")
+    return None
 
 
 def summarize(rows, commit, when, took):
