@@ -39,3 +39,28 @@ def test_sections_come_newest_first_then_the_older_ones():
     dated = [h.split(":")[0] for h in heads if h[3:5] == "20"]
     assert dated == sorted(dated, reverse=True)
     assert heads[-1] == "## Before the runs were stored"
+
+
+def _stored_files(results):
+    """{path: bytes} of every file inside the stored measurements."""
+    return {f: f.read_bytes() for d in history.entries(results) for f in d.rglob("*")
+            if f.is_file()}
+
+
+# A stored measurement is evidence: 'lab report --history' makes
+# docs/results.md and the README's headline from it and writes nothing
+# into its directory (its report.md stays the one its bench wrote).
+def test_lab_report_history_writes_nothing_into_a_stored_measurement(tmp_path,
+                                                                      monkeypatch):
+    from lab.commands import reportdir
+    (tmp_path / "docs").mkdir()
+    shutil.copytree(RESULTS, tmp_path / "docs" / "results")
+    shutil.copy(config.REPO / "README.md", tmp_path / "README.md")
+    results = tmp_path / "docs" / "results"
+    before = _stored_files(results)
+    monkeypatch.setattr(reportdir.config, "REPO", tmp_path)
+    reportdir.history()
+    after = _stored_files(results)
+    assert sorted(str(f.relative_to(results)) for f in set(before) | set(after)
+                  if before.get(f) != after.get(f)) == []
+    assert (tmp_path / "docs" / "results.md").read_text() == history.history(results)

@@ -33,8 +33,9 @@ def add_parser(sub):
                     "one, or the directory run-here.sh wrote (bench.log, host.txt)")
     sp.add_argument("--history", action="store_true",
                     help="make docs/results.md from the measurements stored in "
-                    "docs/results/ (each one's report too) and the README's headline "
-                    "tables from those docs/results/headline.toml names")
+                    "docs/results/ (writing nothing into their directories) and the "
+                    "README's headline tables from those docs/results/headline.toml "
+                    "names")
     sp.add_argument("--tests", nargs="?", const="newest", metavar="RESULTS",
                     help="docs/results/test-summary.json and the README's counts from "
                     "a stored full 'lab test' run that passed (default: the newest "

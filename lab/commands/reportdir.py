@@ -42,12 +42,12 @@ def report_dir(outdir):
 
 
 def history():
-    """'lab report --history': each stored measurement's report again, then
-    docs/results.md from them all (lab.outputs.history) and the README's
-    headline tables from those headline.toml names (lab.outputs.headline)."""
+    """'lab report --history': docs/results.md from the stored measurements
+    (lab.outputs.history) and the README's headline tables from those
+    headline.toml names (lab.outputs.headline).  A stored measurement's
+    directory is evidence and stays as its bench wrote it: its report.md
+    is not made again."""
     results = config.REPO / "docs" / "results"
-    for d in history_md.entries(results):
-        report_dir(d)
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
     readme = config.REPO / "README.md"
