@@ -65,13 +65,19 @@ def test_report_change_and_off_vs_stock(tmp_path):
     groups = stats.summarize(runs)
     md = tables.markdown(groups, [w], "x86_64", lambda s: True)
     assert "| pt-reclaim | instruction-time |" in md and "-50.0%" in md
+    # switch off's runs (1000, 1000) and stock's (1010, 1010) do not overlap
     text, ok = tables.off_vs_stock(groups, "x86_64", w)
-    assert ok and "-0.99%" in text
+    assert ok is False and "-0.99% (ranges apart)" in text
+    runs[-1]["metrics"]["time_ns"] = 1000
+    text, ok = tables.off_vs_stock(stats.summarize(runs), "x86_64", w)
+    assert ok and "ranges overlap" in text
     runs[-1]["metrics"]["vmpte_after_kb"] = 48
     runs[-2]["metrics"]["vmpte_after_kb"] = 48
     text, ok = tables.off_vs_stock(stats.summarize(runs), "x86_64", w)
     assert ok is False and "VmPTE" in text
-    runs[0]["metrics"]["time_ns"] = 2000         # off runs now vary by 67%
+    runs[-2]["metrics"]["vmpte_after_kb"] = 4144
+    runs[-1]["metrics"]["vmpte_after_kb"] = 4144
+    runs[0]["metrics"]["time_ns"] = 2000         # off runs now vary by ±33%
     text, ok = tables.off_vs_stock(stats.summarize(runs), "x86_64", w)
     assert ok is None and "vary" in text
 
@@ -86,7 +92,7 @@ def test_one_run_each_is_marked_not_judged_as_repeatable():
     groups = stats.summarize(runs)
     md = tables.markdown(groups, [w], "x86_64", lambda s: True)
     assert "-50.0% (one run: spread unknown)" in md
-    assert "| pt-reclaim | DIFFERS (one run) |" in md
+    assert "| pt-reclaim | DIFFERS (one run): ranges apart | instruction-time |" in md
     text, ok = tables.off_vs_stock(groups, "x86_64", w)
     assert ok is False and "one run on a side" in text
 

@@ -75,7 +75,7 @@ def _assert_failed(md, mode):
 
 def _check_row(md):
     return next(line for line in md.splitlines()
-                if line.startswith("| mremap-4k |") and line.count("|") == 4)
+                if line.startswith("| mremap-4k |") and line.count("|") == 7)
 
 
 # Each kind of failed run of the "on" mode: a non-zero exit, a signal

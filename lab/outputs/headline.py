@@ -4,7 +4,8 @@ docs/results/headline.toml declares which stored measurement (a directory
 of docs/results/ with its runs.json) gives each figure of each series;
 this module computes the figures from those runs with stats.py's
 functions (median, ± half the min-max spread, change against switch
-off, the switch-off-against-stock check) and makes two Markdown tables:
+off, the switch-off-against-stock check of the figure's measure and of
+the workload's time and counters) and makes two Markdown tables:
 the gains, and the controls where a series cannot batch.  'lab report
 --history' puts them into README.md between BEGIN and END; a host test
 fails when the README's tables are not the ones the declarations make.
@@ -138,26 +139,21 @@ def _fmt(fig, st):
         text = f"{med:,.0f}" + (" ns" if timed else "")
     if n < 2:
         return text + " (one run)"
-    return text + f" ±{spread * 50:.2f}%"
+    return text + f" ±{stats.plus_minus(st) * 100:.2f}%"
 
 
-def _off_vs_stock(groups, fig):
-    """The bench's switch-off-against-stock check of the figure's workload
-    (tables.off_vs_stock_check(), on the workload's time and compared
-    counters), short: 'OK (+0.12%)', 'DIFFERS (-3.10%; <counters>)',
-    'no verdict (+2.10%; runs vary by 15%)', each with '; one run' when a
-    side has one run, or 'not measured'."""
-    c = tables.off_vs_stock_check(groups, fig.arch,
-                                  workloads.BY_NAME[fig.workload])
-    if c is None:
-        return "not measured"
-    parts = [f"{c['dt'] * 100:+.2f}%"] + c["diffs"]
-    if c["ok"] is None:
-        parts.append(f"runs vary by {c['noise']:.0%}")
-    if c["one_run"]:
-        parts.append("one run")
-    word = {True: "OK", False: "DIFFERS", None: "no verdict"}[c["ok"]]
-    return f"{word} ({'; '.join(parts)})"
+def _off_vs_stock(m, fig):
+    """The switch-off-against-stock check of a figure (tables.
+    off_vs_stock_check() on the workload's whole time, the figure's own
+    measure and the workload's compared counters) in one cell
+    (tables.check_cell()): its verdict, then on a line of its own each of
+    the time, the measure and each compared counter more than 1% from
+    stock's."""
+    measures = [] if fig.measure == "time" else \
+        [(_label(fig),) + tuple(fig.measure.split(".", 1))]
+    c = tables.off_vs_stock_check(m.groups, fig.arch, workloads.BY_NAME[fig.workload],
+                                  measures, m.probes)
+    return tables.check_cell(c, [label for label, *_ in measures])
 
 
 def _when(name, runs):
@@ -192,7 +188,7 @@ def _row(results_dir, fig, cache):
                        f"{fig.workload} runs of {fig.measure} with the switch off "
                        f"and {fig.mode}")
     return (f"| {fig.arch} | {what} | {_fmt(fig, off)} | {_fmt(fig, on)} | "
-            f"{stats.change(off, on)} | {_off_vs_stock(m.groups, fig)} | {link} |")
+            f"{stats.change(off, on)} | {_off_vs_stock(m, fig)} | {link} |")
 
 
 def _table(results_dir, series, figures, cache, upstream):
@@ -223,10 +219,14 @@ def readme_block(results_dir):
         "spread; times are instruction-time (guest time under QEMU `-icount`, 1 ns "
         "per guest instruction, independent of the host); the change is switch "
         "off -> on, same kernel, same boot, and '(noise)' when it is within the "
-        "larger spread; 'switch off vs stock' is the bench's check of the "
-        f"workload's whole time (OK within {stats.OFF_VS_STOCK_TOLERANCE:.0%}) and "
-        f"compared counters (within {stats.COUNTER_TOLERANCE:.0%}), whatever the "
-        "row's measure. Upstream's "
+        "larger ± of the two; 'switch off vs stock' is the bench's check of the "
+        "workload's whole time and of the row's measure, each on a line of its own: "
+        "DIFFERS when the ranges (min..max) of switch off's and stock's runs do not "
+        "overlap, whatever their spread, no verdict when they overlap and a side's "
+        f"runs vary by more than ±{stats.SPREAD_TOLERANCE:.0%}, OK when they overlap "
+        "and neither does; and of the workload's compared counters, each more than "
+        f"{stats.COUNTER_TOLERANCE:.0%} from stock's on a line of its own with both "
+        "medians (DIFFERS). Upstream's "
         "figures were measured on real hardware at a larger scale: compare "
         "direction and rough size, not values.",
         "",

@@ -7,7 +7,8 @@ of the bench or benches behind it, copied from work/results/bench-*/.
 Every number of its section is computed here from those runs, with the
 report's own functions: the headline rows (each mode's instruction-time
 and the workload's other time metrics, against switch off, with spread
-and n), and the mechanism and batch tables of the probe runs.  The
+and n), the check of switch off against stock, and the mechanism and
+batch tables of the probe runs.  The
 sections come newest first (directory names start with the date); then
 older.md, the measurements from before the runs were stored, as typed
 from their reports.
@@ -111,6 +112,23 @@ def headline(groups, ws, arch, failed=frozenset()):
     return rows
 
 
+def check_rows(groups, ws, arch, failed=frozenset()):
+    """Rows of an arch: per workload measured on both kernels, the bench's
+    switch-off-against-stock check (tables.off_vs_stock_check() of every
+    measure, tables.check_cell(): the time and each measure that is not OK
+    on a line of its own); FAILED when a run of switch off or stock was
+    left out or did not arrive."""
+    rows = []
+    for w in ws:
+        if tables.failed_sides(failed, arch, w, "off") & {"stock", "off"}:
+            rows.append(f"| {arch} | {w.name} | {tables.FAILED} |")
+            continue
+        c = tables.off_vs_stock_check(groups, arch, w)
+        if c is not None:
+            rows.append(f"| {arch} | {w.name} | {tables.check_cell(c)} |")
+    return rows
+
+
 def section(d, link_base="results"):
     """The Markdown of one stored measurement."""
     runs, ws, arches = load(d)
@@ -125,6 +143,9 @@ def section(d, link_base="results"):
     if bad:
         out += [f"{tables.FAILED}: a run of that kernel and mode was left out or did "
                 "not arrive; the row gives no figure.", ""]
+    checks = [row for a in arches for row in check_rows(groups, ws, a, bad)]
+    if checks:
+        out += ["| arch | workload | switch off vs stock |", "|---|---|---|"] + checks + [""]
     for a in arches:
         for table in (tables.mechanism_table(probes, ws, a, bad),
                       tables.batch_table(probes, ws, a, bad)):

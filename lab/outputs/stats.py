@@ -7,7 +7,12 @@ import re
 import statistics
 from collections import defaultdict
 
-OFF_VS_STOCK_TOLERANCE = 0.02   # instruction-time, relative
+# The one spread convention of every table, legend and rule: a measurement
+# is its median ± half the min-max spread of its runs (plus_minus()).
+# The switch-off-against-stock check gives no verdict where the ranges of
+# switch off and stock overlap but a side's runs vary by more than this ±
+# (relative): a difference that small would not show.
+SPREAD_TOLERANCE = 0.01
 # a compared counter's median with the switch off against stock's, relative
 # (of at least 1: counts of 0 and 1 are within it)
 COUNTER_TOLERANCE = 0.01
@@ -23,6 +28,12 @@ def spread(values):
     """(max - min) / median of a list of measurements."""
     med = statistics.median(values)
     return (max(values) - min(values)) / med if med else 0.0
+
+
+def plus_minus(st):
+    """The ± of a stats() triple: half the min-max spread, relative to the
+    median (0.01 for ±1%)."""
+    return st[1] / 2
 
 
 def value(rec, source, key):
@@ -59,13 +70,13 @@ def stats(values):
 
 def change(a, b):
     """Relative change of medians; '(noise)' when it is within the larger
-    min-max spread of the two measurements."""
+    ± (plus_minus(): half the min-max spread) of the two measurements."""
     if not a or not b or not a[0]:
         return "-"
     rel = (b[0] - a[0]) / a[0]
     if min(a[2], b[2]) < 2:
         return f"{rel * 100:+.1f}% (one run: spread unknown)" if rel else "+0.0%"
-    noise = abs(rel) <= max(a[1], b[1])
+    noise = abs(rel) <= max(plus_minus(a), plus_minus(b))
     return f"{rel * 100:+.1f}%" + (" (noise)" if noise and rel else "")
 
 

@@ -11,28 +11,28 @@ its own (lab/commands/here.py); report.write() chooses it.
 
 import statistics
 
-from .stats import (COUNTER_TOLERANCE, OFF_VS_STOCK_TOLERANCE, bogo_ops, change,
-                    instr_time, present, stats, value)
+from .stats import (COUNTER_TOLERANCE, SPREAD_TOLERANCE, bogo_ops, change, instr_time,
+                    plus_minus, present, stats, value)
 
 def _fmt_time(st):
     if not st:
         return "-"
     med, spread, n = st
-    return f"{med / 1e9:.4f} s ±{spread * 50:.2f}% (n={n})"
+    return f"{med / 1e9:.4f} s ±{plus_minus(st) * 100:.2f}% (n={n})"
 
 
 def _fmt_num(st):
     if not st:
         return "-"
     med, spread, n = st
-    return f"{med:,.0f}" if spread < 0.001 else f"{med:,.0f} (±{spread * 50:.1f}%)"
+    return f"{med:,.0f}" if spread < 0.001 else f"{med:,.0f} (±{plus_minus(st) * 100:.1f}%)"
 
 
 def _fmt_rate(st):
     if not st:
         return "-"
     med, spread, n = st
-    return f"{med:.1f}" if spread < 0.001 else f"{med:.1f} (±{spread * 50:.1f}%)"
+    return f"{med:.1f}" if spread < 0.001 else f"{med:.1f} (±{plus_minus(st) * 100:.1f}%)"
 
 
 def _label(label, time_label):
@@ -59,60 +59,201 @@ def metric_rows(w, time_label="instruction-time"):
     return rows
 
 
-def off_vs_stock_check(groups, arch, w):
+def _rel(a, b):
+    """The relative change of a against b; None when b is 0 and a is not."""
+    return (a - b) / b if b else (0.0 if a == b else None)
+
+
+def _ranged(label, off, stock, fmt):
+    """A measure of switch off against stock, judged by the ranges of its
+    runs: DIFFERS (False) when the ranges (min..max) do not overlap,
+    whatever their spread; no verdict (None) when they overlap but a side
+    varies by more than ±SPREAD_TOLERANCE; else OK (True).  off and stock
+    are the values of the runs; [] on a side makes no verdict."""
+    item = {"label": label, "rule": "range", "fmt": fmt, "off": stats(off),
+            "stock": stats(stock), "apart": False, "noise": 0.0,
+            "one_run": min(len(off), len(stock)) < 2}
+    if not off or not stock:
+        return dict(item, rel=None, ok=None, one_run=False)
+    item["rel"] = _rel(item["off"][0], item["stock"][0])
+    item["apart"] = max(off) < min(stock) or max(stock) < min(off)
+    item["noise"] = max(plus_minus(item["off"]), plus_minus(item["stock"]))
+    item["ok"] = False if item["apart"] else \
+        None if item["noise"] > SPREAD_TOLERANCE else True
+    return item
+
+
+def _counted(label, off, stock, fmt):
+    """A compared counter of switch off against stock: DIFFERS (False) when
+    its median is more than COUNTER_TOLERANCE from stock's (of at least 1),
+    else OK (True)."""
+    o, s = stats(off), stats(stock)
+    beyond = abs(o[0] - s[0]) > COUNTER_TOLERANCE * max(abs(s[0]), 1)
+    return {"label": label, "rule": "counter", "fmt": fmt, "off": o, "stock": s,
+            "rel": _rel(o[0], s[0]), "apart": beyond, "noise": 0.0,
+            "one_run": min(o[2], s[2]) < 2, "ok": not beyond}
+
+
+def _worst(oks):
+    """A verdict of several: False when one is, else None when one is, else
+    True."""
+    oks = list(oks)
+    return False if False in oks else None if None in oks else True
+
+
+def off_vs_stock_check(groups, arch, w, measures=None, probes=None,
+                       time_label="instruction-time"):
     """The switch-off-against-stock check of a workload on an arch, as data:
-    None when either side has no runs, else {"dt": the relative change of
-    the median time, "diffs": the compared counters outside
-    COUNTER_TOLERANCE (labelled text), "noise": the larger min-max spread
-    of the two, "one_run": whether a side has one run, "ok": True or False,
-    or None (no verdict) when the runs vary by more than
-    OFF_VS_STOCK_TOLERANCE}."""
+    None when either side has no runs, else {"items": one per measure
+    compared (below), "dt": the relative change of the median time,
+    "diffs": the compared counters more than COUNTER_TOLERANCE from
+    stock's, labelled with both medians, "noise": the larger ± of the two
+    times, "one_run": whether a side has one run, "ok": the worst verdict
+    of the items, True (OK), False (DIFFERS) or None (no verdict)}.
+
+    Compared: the workload's time and each of measures, (label, source,
+    key) of stats.value() or of a probe run's kprobe count, by the ranges
+    of their runs (_ranged()); measures None: the workload's counters that
+    are not held to COUNTER_TOLERANCE (compare=False) and show in its runs
+    on the arch.  Each compared counter (compare left True) that shows in
+    those runs by its median (_counted()); one that shows in none is 0 on
+    both sides."""
     off = groups.get((arch, w.name, "patched", "off"), [])
     stock = groups.get((arch, w.name, "stock", "stock"), [])
     if not off or not stock:
         return None
-    t_off = statistics.median(instr_time(r) for r in off)
-    t_stock = statistics.median(instr_time(r) for r in stock)
-    dt = (t_off - t_stock) / t_stock if t_stock else 0.0
-    diffs = []
-    for label, source, key, *opts in w.metrics:
-        if opts and not opts[0]:
-            continue      # interrupt counts vary with timing; shown, not compared
-        a = statistics.median(value(r, source, key) for r in off)
-        b = statistics.median(value(r, source, key) for r in stock)
-        if abs(a - b) > COUNTER_TOLERANCE * max(abs(b), 1):
-            diffs.append(f"{label} {a:,.0f} vs {b:,.0f}")
-    noise = max(stats([instr_time(r) for r in off])[1], stats([instr_time(r) for r in stock])[1])
-    # The runs themselves vary more than the tolerance: no verdict.
-    ok = None if noise > OFF_VS_STOCK_TOLERANCE else \
-        abs(dt) <= OFF_VS_STOCK_TOLERANCE and not diffs
-    return {"dt": dt, "diffs": diffs, "noise": noise,
-            "one_run": min(len(off), len(stock)) < 2, "ok": ok}
+    mine = off + stock
+    if measures is None:
+        measures = [(_label(label, time_label), source, key)
+                    for label, source, key, *opts in w.metrics
+                    if opts and not opts[0] and present(mine, source, key)]
+
+    def values(fl, mode, source, key):
+        if source == "kprobe":
+            # the one probe run of the kernel and mode: its count (an armed
+            # event it does not list made no calls), none when the kernel
+            # could not probe the event's function
+            fns = {f for m in w.mechanisms for ev, f in m.probes if ev == key}
+            rs = (probes or {}).get((arch, w.name, fl, mode), [])[:1]
+            return [r.get("kprobe", {}).get(key, 0) for r in rs
+                    if not fns & set(r.get("kprobe_failed", ()))]
+        rs = off if fl == "patched" else stock
+        return [value(r, source, key) for r in rs]
+
+    items = [_ranged(time_label, [instr_time(r) for r in off],
+                     [instr_time(r) for r in stock], _fmt_time)]
+    for label, source, key in measures:
+        items.append(_ranged(label, values("patched", "off", source, key),
+                             values("stock", "stock", source, key), _fmt_num))
+    counters = [_counted(label, values("patched", "off", source, key),
+                         values("stock", "stock", source, key), _fmt_num)
+                for label, source, key, *opts in w.metrics
+                if (not opts or opts[0]) and present(mine, source, key)]
+    items += counters
+    return {"items": items, "dt": items[0]["rel"],
+            "diffs": [f"{c['label']} {c['off'][0]:,.0f} vs {c['stock'][0]:,.0f}"
+                      for c in counters if not c["ok"]],
+            "noise": items[0]["noise"], "one_run": items[0]["one_run"],
+            "ok": _worst(i["ok"] for i in items)}
+
+
+VERDICT = {True: "OK", False: "DIFFERS", None: "INCONCLUSIVE"}
+
+
+def item_reason(item):
+    """Why a compared measure has its verdict, in a few words: 'ranges
+    apart', 'ranges overlap', 'ranges overlap, runs vary by ±7.69%', 'more
+    than 1% from stock's', 'within 1%', or 'not measured on a side'."""
+    if item["off"] is None or item["stock"] is None:
+        return "not measured on " + ("switch off" if item["off"] is None else "stock")
+    if item["rule"] == "counter":
+        return f"more than {COUNTER_TOLERANCE:.0%} from stock's" if item["apart"] \
+            else f"within {COUNTER_TOLERANCE:.0%}"
+    if item["apart"]:
+        return "ranges apart"
+    if item["ok"] is None:
+        return f"ranges overlap, runs vary by ±{item['noise'] * 100:.2f}%"
+    return "ranges overlap"
+
+
+def item_change(item):
+    """A compared measure's relative change, switch off against stock:
+    '+0.78%', or '-' where it has none (a side unmeasured, or stock's 0)."""
+    return "-" if item["rel"] is None else f"{item['rel'] * 100:+.2f}%"
 
 
 def off_vs_stock(groups, arch, w, time_label="instruction-time"):
-    """Does switch-off behave like stock: the medians of its time within
-    OFF_VS_STOCK_TOLERANCE of stock's, and of each compared counter within
-    COUNTER_TOLERANCE?  (text, ok) of off_vs_stock_check()."""
-    c = off_vs_stock_check(groups, arch, w)
+    """Does switch-off behave like stock: off_vs_stock_check() as (text,
+    ok), the text one '; '-separated phrase per measure compared (its
+    label, change and reason) and '; one run on a side, spread unknown'
+    when a side has one run."""
+    c = off_vs_stock_check(groups, arch, w, time_label=time_label)
     if c is None:
         return "not measured", None
-    text = f"{time_label} {c['dt'] * 100:+.2f}%" + (
-        "; " + "; ".join(c["diffs"]) if c["diffs"] else
-        f"; {', '.join(_compared(w))} within {COUNTER_TOLERANCE:.0%}" if _compared(w)
-        else "")
-    if c["ok"] is None:
-        return text + f"; runs vary by {c['noise']:.0%}", None
+    text = "; ".join(
+        (f"{i['label']} {i['off'][0]:,.0f} vs {i['stock'][0]:,.0f} ({item_reason(i)})"
+         if i["rule"] == "counter" and i["apart"] else
+         f"{i['label']} {item_change(i)} ({item_reason(i)})")
+        for i in c["items"])
     if c["one_run"]:
-        # A verdict, but on one run: whether the workload repeats is unknown.
-        return text + "; one run on a side, spread unknown", c["ok"]
+        # a verdict, but on one run: whether the workload repeats is unknown
+        text += "; one run on a side, spread unknown"
     return text, c["ok"]
 
 
-def _compared(w):
-    """The labels of a workload's counters that the switch-off check
-    compares with stock."""
-    return [label for label, source, key, *opts in w.metrics if not opts or opts[0]]
+WORDS = {True: "OK", False: "DIFFERS", None: "no verdict"}
+
+
+def check_cell(c, shown=()):
+    """A check of off_vs_stock_check() in one table cell (the README's
+    headline, docs/results.md): its verdict, 'OK', 'DIFFERS' or 'no verdict'
+    ('; one run' when a side of a measure has one run), then, each on a line
+    of its own, the time's change and reason ('instruction-time +0.78%,
+    ranges apart'), each measure of shown (labels) and each other measure
+    that is not OK ('TLB shootdowns -11.54%, ranges overlap, runs vary by
+    ±14.21%'), and each compared counter more than 1% from stock's with
+    both medians ('pgsteal_file 209,152 vs 213,120 (-1.86%)'); 'not
+    measured' for None."""
+    if c is None:
+        return "not measured"
+    lines = [WORDS[c["ok"]] + ("; one run" if any(i["one_run"] for i in c["items"])
+                               else "")]
+    for n, i in enumerate(c["items"]):
+        if i["rule"] == "counter":
+            if i["apart"]:
+                lines.append(f"{i['label']} {i['off'][0]:,.0f} vs "
+                             f"{i['stock'][0]:,.0f} ({item_change(i)})")
+        elif n == 0 or i["label"] in shown or i["ok"] is not True:
+            lines.append(f"{i['label']} {item_change(i)}, {item_reason(i)}")
+    return "<br>".join(lines)
+
+
+def check_rows(groups, arch, w, time_label="instruction-time"):
+    """The rows of a workload in the report's switch-off-against-stock
+    table: one per measure compared, each with its verdict, its reason, and
+    switch off's and stock's median ± half their spread (a counter more
+    than 1% from stock's on a row of its own, like every measure)."""
+    c = off_vs_stock_check(groups, arch, w, time_label=time_label)
+    if c is None:
+        return [f"| {w.name} | not measured | - | - | - | - |"]
+    rows = []
+    for i in c["items"]:
+        word = VERDICT[i["ok"]] + (" (one run)" if i["one_run"] else "")
+        rows.append(f"| {w.name} | {word}: {item_reason(i)} | {i['label']} | "
+                    f"{i['fmt'](i['off'])} | {i['fmt'](i['stock'])} | {item_change(i)} |")
+    return rows
+
+
+CHECK_LEGEND = (
+    "each measure of the workload, switch off's runs against stock's, "
+    "median ± half the min-max spread (n runs): the {time} and every counter "
+    "not held to {counter:.0%} by its ranges: DIFFERS when the ranges (min..max) "
+    "of the two do not overlap, whatever their spread; INCONCLUSIVE when they "
+    "overlap and a side's runs vary by more than ±{spread:.0%}; OK when they "
+    "overlap and neither does. Each compared counter by its median: DIFFERS when "
+    "it is more than {counter:.0%} from stock's, OK within. (one run): a side has "
+    "one run, whose spread is unknown. A workload's verdict is the worst of its "
+    "rows")
 
 
 def markdown(groups, workloads, arch, in_series, time_label="instruction-time",
@@ -154,14 +295,10 @@ def markdown(groups, workloads, arch, in_series, time_label="instruction-time",
             out.append(f"| {name} | every metric | {cell['stock']} | {cell['off']} | "
                        f"{mode} | {cell[mode]} | {FAILED} | |")
         if failed_sides(failed, arch, w, "off") & {"stock", "off"}:
-            checks.append(f"| {w.name} | {FAILED} | a run of switch off or stock was "
-                          "left out or did not arrive |")
+            checks.append(f"| {w.name} | {FAILED} | every measure | - | - | a run of "
+                          "switch off or stock was left out or did not arrive |")
             continue
-        text, ok = off_vs_stock(groups, arch, w, time_label)
-        verdict = "INCONCLUSIVE" if ok is None else "OK" if ok else "DIFFERS"
-        if ok is not None and "one run on a side" in text:
-            verdict += " (one run)"
-        checks.append(f"| {w.name} | {verdict} | {text} |")
+        checks += check_rows(groups, arch, w, time_label)
     if failing:
         out += ["", f"{FAILED}: a run of that kernel and mode on {arch} was left out "
                 "(Runs left out) or did not arrive (Missing); the row gives no figure."]
@@ -171,11 +308,11 @@ def markdown(groups, workloads, arch, in_series, time_label="instruction-time",
                 + "; ".join(absent) + "."]
     if time_label == "time":    # run-here.sh: one foliobatch kernel, no stock runs
         return "\n".join(out) + "\n"
-    out += ["", f"Switch off against stock ({arch}; OK = the median {time_label} within "
-            f"{OFF_VS_STOCK_TOLERANCE:.0%} of stock's and the median of each compared "
-            f"counter within {COUNTER_TOLERANCE:.0%} of stock's; INCONCLUSIVE = the "
-            f"runs themselves vary by more than {OFF_VS_STOCK_TOLERANCE:.0%}):", "",
-            "| workload | check | detail |", "|---|---|---|"] + checks
+    out += ["", f"Switch off against stock ({arch}): " + CHECK_LEGEND.format(
+                time=time_label, counter=COUNTER_TOLERANCE, spread=SPREAD_TOLERANCE)
+            + ".", "",
+            "| workload | check | measure | switch off | stock | off vs stock |",
+            "|---|---|---|---|---|---|"] + checks
     return "\n".join(out) + "\n"
 
 
