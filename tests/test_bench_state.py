@@ -11,8 +11,9 @@ import pytest
 
 from lab.commands import bench, reportdir
 from lab.core import config
+from lab.core.util import LabError
 from lab.guest import run, workloads
-from lab.outputs import stats, tables
+from lab.outputs import report, stats, tables
 
 REPO = Path(__file__).resolve().parent.parent
 SWITCHES = config.SWITCHES
@@ -262,6 +263,18 @@ def test_bench_exits_non_zero_on_a_kernel_report(tmp_path, monkeypatch):
 
 # The report lists each run left out, its boot and why; 'lab report DIR'
 # makes the same list again from boots.json.
+def _report_again(out):
+    """'lab report DIR' refuses the directory of a failed bench (its
+    manifest says so); the report made again from its runs.json and
+    boots.json, as report.md's text."""
+    with pytest.raises(LabError, match="its bench failed"):
+        reportdir.report_dir(out)
+    runs = json.loads((out / "runs.json").read_text())
+    report.write(out, runs, *workloads.of_runs(runs, out), bench.in_series,
+                 json.loads((out / "boots.json").read_text()))
+    return (out / "report.md").read_text()
+
+
 def test_report_lists_the_runs_left_out(tmp_path, monkeypatch):
     bad = "# lab: could not write 'never' to /sys/kernel/mm/transparent_hugepage/enabled"
     runs = [mremap4k("off", 0), mremap4k("on", 0), mremap4k("off", 1, exit=1)]
@@ -272,8 +285,7 @@ def test_report_lists_the_runs_left_out(tmp_path, monkeypatch):
     assert "| x86_64-bench-patched-r0 | mremap-4k | off | 1 | exit 1 |" in md
     assert "| x86_64-bench-patched-r0 | 1 | 2 | 0 | - |" in md
     (out / "report.md").unlink()
-    reportdir.report_dir(out)
-    assert f"| mremap-4k | on | 0 | {bad} |" in (out / "report.md").read_text()
+    assert f"| mremap-4k | on | 0 | {bad} |" in _report_again(out)
 
 
 # benchrun itself: the knobs it reads back are the files' settings (on this
@@ -456,8 +468,9 @@ def test_a_failed_boot_keeps_the_other_arch_and_exits_1(tmp_path, monkeypatch):
 
 
 # Ctrl-C while an arch still boots: the report is written from the runs
-# finished so far, marks the rest missing, and the command exits 1;
-# 'lab report DIR' makes the same report from the directory.
+# finished so far, marks the rest missing, and the command exits 1; the
+# same report is made again from the directory ('lab report DIR' refuses
+# it: the bench failed).
 def test_an_interrupted_bench_keeps_what_it_finished(tmp_path, monkeypatch):
     import threading
     release = threading.Event()
@@ -480,8 +493,7 @@ def test_an_interrupted_bench_keeps_what_it_finished(tmp_path, monkeypatch):
         assert line in md
     assert "| mremap-4k | instruction-time |" in md
     (out / "report.md").unlink()
-    reportdir.report_dir(out)
-    again = (out / "report.md").read_text()
+    again = _report_again(out)
     assert "### Missing" in again and "| mremap-4k | instruction-time |" in again
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from lab.commands import bench, reportdir
 from lab.core import config
-from lab.outputs import headline, history, stats, tables
+from lab.core.util import LabError
+from lab.guest import workloads
+from lab.outputs import headline, history, report, stats, tables
 from test_bench_state import WARNING, bench_lines, console, knobs, mremap4k
 from lab.guest import run
 
@@ -81,8 +83,9 @@ def _check_row(md):
 # Each kind of failed run of the "on" mode: a non-zero exit, a signal
 # (benchrun's 128 + the signal), a refused switch write before it, a run
 # that never reported.  The bench exits 1, the "on" row says FAILED with
-# no figure, in the report 'lab bench' writes and in the one 'lab report
-# DIR' makes again from runs.json and boots.json.
+# no figure, in the report 'lab bench' writes and in the one made again
+# from runs.json and boots.json; 'lab report DIR' refuses the directory,
+# whose manifest records the failed bench.
 @pytest.mark.parametrize("kind", ["exit", "signal", "refused write", "missing"])
 def test_a_failed_run_fails_the_bench_and_its_row(tmp_path, monkeypatch, kind):
     off = mremap4k("off", 0)
@@ -98,7 +101,11 @@ def test_a_failed_run_fails_the_bench_and_its_row(tmp_path, monkeypatch, kind):
     # the switch-off and stock runs are fine: the check still has its verdict
     assert "FAILED" not in _check_row(md)
     (out / "report.md").unlink()
-    reportdir.report_dir(out)
+    with pytest.raises(LabError, match="its bench failed"):
+        reportdir.report_dir(out)
+    report.write(out, json.loads((out / "runs.json").read_text()),
+                 [workloads.BY_NAME["mremap-4k"]], ["x86_64"], bench.in_series,
+                 json.loads((out / "boots.json").read_text()))
     _assert_failed((out / "report.md").read_text(), "on")
 
 

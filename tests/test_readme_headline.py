@@ -11,7 +11,7 @@ import pytest
 
 from lab.core import config
 from lab.core.util import LabError
-from lab.outputs import blocks, headline, testsummary
+from lab.outputs import blocks, headline, history, testsummary
 
 RESULTS = config.REPO / "docs" / "results"
 # a measured figure: a percentage, a time, a before -> after pair or a
@@ -75,6 +75,24 @@ def test_a_figure_follows_its_runs(tmp_path):
             r["metrics"]["time_ns"] *= 2
     (d / name / "runs.json").write_text(json.dumps(runs))
     assert "-69.6%" not in headline.readme_block(d)
+
+
+# No README figure comes from a refused measurement: its bench failed, its
+# runs.json no longer matches its manifest's sha256, or its runs.json and
+# boots.json disagree on run counts (a runs.json pruned by hand).
+def test_no_headline_figure_comes_from_a_refused_measurement():
+    _, figures = headline.declared(RESULTS)
+    refused = {f.results: history.refusal(RESULTS / f.results) for f in figures}
+    assert {name: why for name, why in refused.items() if why} == {}
+
+
+def test_a_headline_row_from_a_refused_measurement_is_an_error(tmp_path):
+    d, name = _copy(tmp_path, FIG)
+    runs = json.loads((d / name / "runs.json").read_text())
+    (d / name / "runs.json").write_text(json.dumps(runs[:-1]))
+    with pytest.raises(LabError, match=f"{name}: refused: runs.json and boots.json "
+                       "disagree on run counts"):
+        headline.readme_block(d)
 
 
 @pytest.mark.parametrize("change, message", [

@@ -18,6 +18,11 @@ A stock boot whose kernel, guest image, plan and QEMU are those of a
 stored one is not booted again: its runs are read from the stored console
 (cache.py; instruction-time repeats exactly under -icount), and the
 report's boot table names it.
+The bench directory's manifest.json (outputs/manifest.py) records the
+lab's commit and patches tree and the tools from the start, with no exit
+status until the bench ends; then the kernels' .config, the exit status
+and the sha256 of runs.json and boots.json, against which 'lab report'
+checks the directory.
 """
 
 import json
@@ -26,11 +31,12 @@ import threading
 import time
 
 from ..core import config, deps
+from ..core.tally import patches_tree, repo_commit
 from ..core.util import LabError, Timer, say, warn
 from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
-from ..outputs import report
+from ..outputs import manifest, report
 from ..outputs.stats import instr_time, spread
 
 SPREAD_TARGET = 0.01
@@ -238,7 +244,8 @@ def _mmss(seconds):
 class Sink:
     """The runs and boots of a bench so far, shared by the arches' threads;
     runs.json and boots.json are rewritten after every boot, so that an
-    interrupted bench keeps what it finished ('lab report DIR')."""
+    interrupted bench keeps what it finished (its report holds them;
+    'lab report DIR' refuses the directory, whose bench failed)."""
 
     def __init__(self, outdir):
         self.outdir = outdir
@@ -370,6 +377,10 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     deps.check()
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
+    # what the bench measures is the lab as it started: no exit status
+    # until it ends, so that a bench that never ends is refused
+    info = run_info(arches)
+    manifest.write(outdir, info)
     for w in chosen:
         missing = [s for s in w.switches() if not in_series(s)]
         if missing:
@@ -403,14 +414,47 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     with sink.lock:
         runs, boots = list(sink.runs), list(sink.boots)
         sink.save()
-    page = report.write(outdir, runs, chosen, arches, in_series, boots)
+    page = report.write(outdir, runs, chosen, arches, in_series, boots,
+                        provenance=PROVENANCE)
     say(f"bench done in {t}: {page}")
+    for arch_name, e in errors.items():
+        warn(f"{arch_name}: {e}")
+    status = verdict(boots)
     if interrupted or errors:
-        for arch_name, e in errors.items():
-            warn(f"{arch_name}: {e}")
-        verdict(boots)
-        return 1
-    return verdict(boots)
+        status = 1
+    manifest.write(outdir, dict(info, kernels=kernel_configs(arches)), status)
+    say(f"{outdir / manifest.NAME}: exit status {status}, sha256 of runs.json and "
+        "boots.json")
+    return status
+
+
+PROVENANCE = (f"How these runs were made: {manifest.NAME} beside this report, written "
+              "when the bench ended (the lab's commit and patches tree, the sha256 of "
+              "each kernel's .config, the compiler, binutils and QEMU versions, the "
+              "bench's exit status and the sha256 of runs.json and boots.json).")
+
+
+def run_info(arches):
+    """What a bench's manifest records from its start: the lab's commit
+    (all of it, +changes when the work tree differs), the git tree of
+    patches/, and per arch the compiler and binutils that build its
+    kernels (build.toolchain()) and its QEMU."""
+    return {"lab_commit": repo_commit(full=True), "patches_tree": patches_tree(),
+            "arches": list(arches),
+            "tools": {a: dict(build.toolchain(config.arch(a).cross),
+                              qemu=run.qemu_version(a)) for a in arches}}
+
+
+def kernel_configs(arches):
+    """{arch/flavour: {config: the .config of the built tree, sha256: its
+    sha256, None when there is none}} of the kernels a bench boots."""
+    out = {}
+    for a in arches:
+        for fl in config.FLAVOURS:
+            f = config.build_dir(a, "default", fl) / ".config"
+            out[f"{a}/{fl}"] = {"config": str(f),
+                                "sha256": manifest.sha256(f) if f.is_file() else None}
+    return out
 
 
 def list_workloads():

@@ -13,11 +13,11 @@ import time
 
 from ..core import config
 from ..core.tally import info_path
-from ..core.util import LabError, say
+from ..core.util import LabError, say, warn
 from ..guest import workloads
 from ..outputs import headline
 from ..outputs import history as history_md
-from ..outputs import report, testsummary
+from ..outputs import manifest, report, testsummary
 from . import here
 from .bench import in_series
 
@@ -25,8 +25,14 @@ from .bench import in_series
 def report_dir(outdir):
     """'lab report DIR': the report of a bench directory's runs.json again
     (with this lab's report code), e.g. of runs copied back from another
-    machine, or of the directory run-here.sh wrote (here.collect())."""
+    machine, or of the directory run-here.sh wrote (here.collect()).  A
+    bench directory that manifest.refusals() refuses (its bench failed or
+    did not end, runs.json or boots.json changed since, or their run
+    counts disagree) is a LabError naming it and why; one without a
+    manifest says so in the report."""
     f = outdir / "runs.json"
+    provenance = None
+    boots = None
     if (outdir / "bench.log").exists() and (outdir / "host.txt").exists():
         runs = here.collect(outdir)      # run-here.sh's output; writes runs.json
     elif not outdir.is_dir():
@@ -36,9 +42,12 @@ def report_dir(outdir):
                        "run-here.sh's holds bench.log and host.txt")
     else:
         runs = history_md.read_records(f, history_md.RUN_KEYS)
+        boots = history_md.load_boots(outdir)
+        manifest.check(outdir, runs, boots)
+        provenance = manifest.describe(outdir)
+        say(provenance)
     chosen, arches = workloads.of_runs(runs, f)
-    return report.write(outdir, runs, chosen, arches, in_series,
-                        history_md.load_boots(outdir))
+    return report.write(outdir, runs, chosen, arches, in_series, boots, provenance)
 
 
 def history():
@@ -48,6 +57,20 @@ def history():
     directory is evidence and stays as its bench wrote it: its report.md
     is not made again."""
     results = config.REPO / "docs" / "results"
+    refused = history_md.refused(results)
+    _, figures = headline.declared(results)
+    used = sorted({f.results for f in figures} & set(refused))
+    if used:
+        others = sorted(set(refused) - set(used))
+        raise LabError(
+            "headline.toml takes figures from refused measurements: "
+            + "; ".join(f"{results / n}: {'; '.join(refused[n])}" for n in used)
+            + (". Refused too (results.md shows no figure of them): "
+               + "; ".join(f"{results / n}: {'; '.join(refused[n])}" for n in others)
+               if others else ""))
+    for n, why in sorted(refused.items()):
+        warn(f"{results / n}: refused: {'; '.join(why)}; its section of results.md "
+             "shows no figure")
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
     readme = config.REPO / "README.md"

@@ -32,12 +32,12 @@ def info_path(rows_path):
     return rows_path.with_name(rows_path.stem + ".info")
 
 
-def repo_commit():
-    """The repository's commit, short, with "+changes" when the work tree
-    differs from it (files git tracks or would track); "unknown" outside
-    git."""
+def repo_commit(full=False):
+    """The repository's commit, short (all of it with full), with
+    "+changes" when the work tree differs from it (files git tracks or
+    would track); "unknown" outside git."""
     git = ["git", "-C", str(config.REPO)]
-    head = subprocess.run(git + ["rev-parse", "--short=7", "HEAD"],
+    head = subprocess.run(git + ["rev-parse"] + ([] if full else ["--short=7"]) + ["HEAD"],
                           capture_output=True, text=True).stdout.strip()
     if not head:
         return "unknown"

@@ -18,11 +18,13 @@ from pathlib import Path
 
 from ..core.util import LabError
 from ..guest import workloads
-from . import blocks, history, stats, tables
+from . import blocks, history, manifest, stats, tables
 
 BEGIN = "<!-- headline: made by 'lab report --history' from docs/results/headline.toml; do not edit -->"
 END = "<!-- /headline -->"
 DECLARATIONS = "headline.toml"
+# what the link of a figure from a measurement stored without a manifest says
+NO_MANIFEST = "no manifest"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,11 +69,14 @@ class Stored:
     """A stored measurement's runs, grouped once for all its figures:
     (arch, workload, flavour, mode) -> the measured runs, and -> the probe
     runs (stats.summarize()); failed: the keys whose runs did not all
-    arrive as planned (history.failed())."""
+    arrive as planned (history.failed()); manifest: whether its runs were
+    checked against the sha256 of a manifest.json (stored before benches
+    wrote one: not)."""
     runs: list
     groups: dict
     probes: dict
     failed: frozenset = frozenset()
+    manifest: bool = False
 
 
 def _stored(results_dir, name, cache):
@@ -80,9 +85,14 @@ def _stored(results_dir, name, cache):
         if not (d / "runs.json").is_file():
             raise LabError(f"{d}/runs.json not found: headline.toml names a "
                            "measurement that is not stored")
+        why = history.refusal(d)
+        if why:
+            raise LabError(f"{d}: refused: {'; '.join(why)}; headline.toml takes "
+                           "figures from it")
         runs, ws, arches = history.load(d)
         cache[name] = Stored(runs, stats.summarize(runs), stats.summarize(runs, probe=True),
-                             frozenset(history.failed(d, runs, ws, arches)))
+                             frozenset(history.failed(d, runs, ws, arches)),
+                             manifest.read(d) is not None)
     return cache[name]
 
 
@@ -170,7 +180,8 @@ def _row(results_dir, fig, cache):
                        f"(its modes: {', '.join(w.modes)})")
     m = _stored(results_dir, fig.results, cache)
     what = f"{fig.workload}: {_label(fig)}" + (f" ({fig.mode})" if fig.mode != "on" else "")
-    link = f"[{_when(fig.results, m.runs)}](docs/results/{fig.results}/report.md)"
+    link = f"[{_when(fig.results, m.runs)}](docs/results/{fig.results}/report.md)" + \
+        ("" if m.manifest else f" ({NO_MANIFEST})")
     bad = tables.failed_sides(m.failed, fig.arch, w, fig.mode)
     if bad:
         # a run of the figure's kernel and mode, of switch off or of stock
@@ -226,9 +237,13 @@ def readme_block(results_dir):
         f"runs vary by more than ±{stats.SPREAD_TOLERANCE:.0%}, OK when they overlap "
         "and neither does; and of the workload's compared counters, each more than "
         f"{stats.COUNTER_TOLERANCE:.0%} from stock's on a line of its own with both "
-        "medians (DIFFERS). Upstream's "
-        "figures were measured on real hardware at a larger scale: compare "
-        "direction and rough size, not values.",
+        "medians (DIFFERS). A measurement is refused, and gives no figure, when "
+        "its bench failed, when its runs.json no longer matches the sha256 its "
+        "manifest.json records, or when its runs.json and boots.json disagree on "
+        f"run counts; '{NO_MANIFEST}': stored before benches recorded one, its run "
+        "counts agree but its runs.json cannot be checked against a sha256. "
+        "Upstream's figures were measured on real hardware at a larger scale: "
+        "compare direction and rough size, not values.",
         "",
         gains,
         "",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..core.util import LabError
 from ..guest import workloads
-from . import stats, tables
+from . import manifest, stats, tables
 
 PREAMBLE = "preamble.md"
 OLDER = "older.md"
@@ -67,6 +67,19 @@ def load_boots(d):
     """The boots.json of a bench directory, None when it has none."""
     b = Path(d) / "boots.json"
     return read_records(b, BOOT_KEYS) if b.exists() else None
+
+
+def refusal(d):
+    """Why a stored measurement is refused (manifest.refusals(): its bench
+    failed or did not end, runs.json or boots.json changed since, or
+    their run counts disagree); [] when it is not."""
+    return manifest.refusals(d, read_records(Path(d) / "runs.json", RUN_KEYS),
+                             load_boots(d))
+
+
+def refused(results_dir):
+    """{directory name: why} of the stored measurements refused."""
+    return {d.name: why for d in entries(results_dir) if (why := refusal(d))}
 
 
 def failed(d, runs, ws, arches):
@@ -130,7 +143,18 @@ def check_rows(groups, ws, arch, failed=frozenset()):
 
 
 def section(d, link_base="results"):
-    """The Markdown of one stored measurement."""
+    """The Markdown of one stored measurement: a refused one (refusal())
+    gives its words and why it is refused, no figure; the others say what
+    their runs can be checked against (manifest.describe())."""
+    link = f"[{d.name}/report.md]({link_base}/{d.name}/report.md)"
+    why = refusal(d)
+    if why:
+        out = [(d / "note.md").read_text().rstrip(), "",
+               f"**Refused**: {'; '.join(why)}. No figure of it is shown here or in "
+               "the README: the measurement needs making again.", ""]
+        if (d / "report.md").exists():
+            out += [f"The report its bench wrote: {link}.", ""]
+        return "\n".join(out).rstrip() + "\n"
     runs, ws, arches = load(d)
     bad = failed(d, runs, ws, arches)
     groups = stats.summarize(runs)
@@ -151,9 +175,9 @@ def section(d, link_base="results"):
                       tables.batch_table(probes, ws, a, bad)):
             if table:
                 out += [table]
+    out += [manifest.describe(d), ""]
     if (d / "report.md").exists():
-        out += [f"Whole report: [{d.name}/report.md]({link_base}/{d.name}/report.md).",
-                ""]
+        out += [f"Whole report: {link}.", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

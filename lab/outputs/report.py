@@ -13,11 +13,13 @@ GUEST_TIME = "instruction-time"
 NATIVE_TIME = "time"
 
 
-def write(outdir, runs, workloads, arches, in_series, boots=None):
+def write(outdir, runs, workloads, arches, in_series, boots=None, provenance=None):
     """report.md, report.html, summary.png and workloads.png of a bench's
     runs in outdir; return report.html's path.  A kernel and mode with a run
     that boots (boots.json) lists as left out, or that has no run kept,
-    gives no figure: its rows say FAILED and the plots leave it out."""
+    gives no figure: its rows say FAILED and the plots leave it out.
+    provenance: a line on what the runs can be checked against (the
+    directory's manifest.json, or that it has none)."""
     native = bool(runs) and all(r.get("clock") == "native" for r in runs)
     label = NATIVE_TIME if native else GUEST_TIME
     failed = tables.failed_keys(boots, runs, workloads, arches, stock=not native)
@@ -39,6 +41,8 @@ def write(outdir, runs, workloads, arches, in_series, boots=None):
     md = ["# foliobatch bench", "",
           clock + " Change: switch on (or the named mode) against switch off on "
           "the same kernel and boot.", ""]
+    if provenance:
+        md += [provenance, ""]
     for w in workloads:
         scale = next((r["scale"] for r in runs if r["workload"] == w.name), "")
         md.append(f"- **{w.name}**: {w.what}; scale: {scale}")
