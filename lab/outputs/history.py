@@ -144,14 +144,16 @@ def check_rows(groups, ws, arch, failed=frozenset()):
 
 def section(d, link_base="results"):
     """The Markdown of one stored measurement: a refused one (refusal())
-    gives its words and why it is refused, no figure; the others say what
-    their runs can be checked against (manifest.describe())."""
+    gives its words and why it is refused, no table of its runs; the
+    others say what their runs can be checked against
+    (manifest.describe())."""
     link = f"[{d.name}/report.md]({link_base}/{d.name}/report.md)"
     why = refusal(d)
     if why:
         out = [(d / "note.md").read_text().rstrip(), "",
-               f"**Refused**: {'; '.join(why)}. No figure of it is shown here or in "
-               "the README: the measurement needs making again.", ""]
+               f"**Refused**: {'; '.join(why)}. No table is made from its runs here, "
+               "and the README takes no figure from it: the measurement needs "
+               "making again.", ""]
         if (d / "report.md").exists():
             out += [f"The report its bench wrote: {link}.", ""]
         return "\n".join(out).rstrip() + "\n"
