@@ -85,31 +85,45 @@ lab_kprobes_clear() {
 	fi
 }
 
-# lab_memstate NAME: drop the page cache, then print the memory that the
-# programs of a boot share, as one line
-# '# lab: mem NAME free=KB avail=KB anonhuge=KB pt=PAGES swap=KB buddy=N0,...,N10'
-# (MemFree, MemAvailable, AnonHugePages, nr_page_table_pages, the swap in
-# use in /proc/swaps, and the free blocks of each order summed over the
-# zones of /proc/buddyinfo).  lab_run prints one before the plan's first
-# program (NAME "<start>") and one after each program; what a program
-# left behind is the difference from the line before it
-# (lab/guest/memstate.py).  The cache is dropped so that a page cache
-# that comes and goes is not taken for a leak, and every program starts
-# with none of it.
+# lab_memstate NAME: drop the page cache, turn every swap device off and on
+# again, then print the memory that the programs of a boot share, as one
+# line '# lab: mem NAME free=KB avail=KB anonhuge=KB pt=PAGES held=KB
+# swap=KB buddy=N0,...,N10' (MemFree, MemAvailable, AnonHugePages,
+# nr_page_table_pages, the swap in use before and after the swapoff, and
+# the free blocks of each order summed over the zones of /proc/buddyinfo).
+# lab_plan prints one before the plan's first program (NAME "<start>"),
+# lab_run one after each program; what a program left behind is the
+# difference from the line before it (lab/guest/memstate.py).  The cache is
+# dropped so that a page cache that comes and goes is not taken for a
+# leak, and every program starts with none of it.  swapoff frees the
+# entries that only the swap cache still holds (they go lazily otherwise)
+# and reads back those a process holds; an entry whose count leaked is
+# never freed, and 6.12's try_to_unuse() then retries until a signal: a
+# swapoff that fails or times out is a "could not" line, which fails the
+# boot.
 lab_memstate() {
 	sync
 	dc=$LAB_SYSROOT/proc/sys/vm/drop_caches
 	[ -e "$dc" ] && lab_sysfs "$dc" 3
+	swaps=$LAB_SYSROOT/proc/swaps
+	held=$(awk 'NR > 1 { n += $4 } END { print n + 0 }' "$swaps" 2> /dev/null)
+	# only in a lab guest (/init exports LAB_ARCH), never on a host that
+	# sources this file
+	[ -n "$LAB_ARCH" ] &&
+	for dev in $(awk 'NR > 1 { print $1 }' "$swaps" 2> /dev/null); do
+		timeout 120 swapoff "$dev" && swapon "$dev" ||
+			echo "# lab: could not swapoff and swapon $dev after $1 ($held kB in use)"
+	done
 	m=$(awk '$1 == "MemFree:" { f = $2 } $1 == "MemAvailable:" { a = $2 }
 		$1 == "AnonHugePages:" { h = $2 }
 		END { printf "free=%d avail=%d anonhuge=%d", f, a, h }' \
 		"$LAB_SYSROOT/proc/meminfo")
 	pt=$(awk '$1 == "nr_page_table_pages" { print $2 }' "$LAB_SYSROOT/proc/vmstat")
-	sw=$(awk 'NR > 1 { n += $4 } END { print n + 0 }' "$LAB_SYSROOT/proc/swaps")
+	sw=$(awk 'NR > 1 { n += $4 } END { print n + 0 }' "$swaps" 2> /dev/null)
 	bd=$(awk '{ for (i = 5; i <= NF; i++) n[i - 5] += $i; if (NF - 5 > k) k = NF - 5 }
 		END { for (i = 0; i <= k; i++) printf "%s%d", (i ? "," : ""), n[i] }' \
 		"$LAB_SYSROOT/proc/buddyinfo")
-	echo "# lab: mem $1 $m pt=${pt:-0} swap=$sw buddy=$bd"
+	echo "# lab: mem $1 $m pt=${pt:-0} held=${held:-0} swap=${sw:-0} buddy=$bd"
 }
 
 # lab_run NAME TIMEOUT CMD...: run CMD with a timeout in seconds, report it.

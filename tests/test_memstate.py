@@ -93,9 +93,10 @@ def test_a_boot_without_memory_lines_fails():
         assert which in rows[0][2]
 
 
-def test_lab_run_prints_the_memory_after_each_program(tmp_path):
-    """lib.sh's lab_memstate, run by bash over a fake /proc: a line before the
-    first program and one after each, which parse() reads back."""
+def memstate_run(tmp_path, swapoff_exit=0):
+    """lab_plan and two lab_run lines of lib.sh, run by bash over a fake /proc
+    in a lab guest (LAB_ARCH set), with swapoff and swapon stand-ins on PATH
+    that log their device; swapoff exits swapoff_exit."""
     proc = tmp_path / "proc"
     (proc / "sys/vm").mkdir(parents=True)
     (proc / "sys/vm/drop_caches").write_text("")
@@ -111,17 +112,67 @@ def test_lab_run_prints_the_memory_after_each_program(tmp_path):
         "Node 0, zone    DMA32      1      1      1      1      1      1      1      1"
         "      1      1      1\n")
     (tmp_path / "tmp").mkdir()
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "cycled"
+    # swapon of a device leaves nothing of it in use
+    for cmd, body in (("swapoff", f'echo "off $1" >> {log}; exit {swapoff_exit}'),
+                      ("swapon", f'echo "on $1" >> {log}; sed -i "s|^$1 \\(\\S*\\) '
+                                 f'\\(\\S*\\) \\S*|$1 \\1 \\2 0|" {proc}/swaps')):
+        (bin_ / cmd).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / cmd).chmod(0o755)
     script = (f". {config.GUEST / 'lib.sh'}\n"
               "lab_plan 2\nlab_run first 60 true\nlab_run second 60 true\n")
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                       env={"PATH": "/usr/bin:/bin", "LAB_SYSROOT": str(tmp_path)})
-    states = memstate.parse(p.stdout)
-    assert [s[0] for s in states] == ["<start>", "first", "second"], p.stdout
-    assert states[1][1] == {"free": 1234, "avail": 5678, "anonhuge": 2048, "pt": 77,
-                            "swap": 312}
-    assert states[1][2] == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+                       env={"PATH": f"{bin_}:/usr/bin:/bin", "LAB_SYSROOT": str(tmp_path),
+                            "LAB_ARCH": "x86_64"})
+    return p.stdout, (log.read_text().split("\n") if log.exists() else []), proc
+
+
+def test_lab_run_prints_the_memory_after_each_program(tmp_path):
+    """lib.sh's lab_memstate: a line before the first program and one after
+    each, which parse() reads back; every swap device was turned off and on
+    before the swap in use was read."""
+    out, cycled, proc = memstate_run(tmp_path)
+    states = memstate.parse(out)
+    assert [s[0] for s in states] == ["<start>", "first", "second"], out
+    assert states[0][1] == {"free": 1234, "avail": 5678, "anonhuge": 2048, "pt": 77,
+                            "held": 312, "swap": 0}
+    assert states[0][2] == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert cycled[:4] == ["off /dev/vdb", "on /dev/vdb", "off /dev/zram0", "on /dev/zram0"]
     assert (proc / "sys/vm/drop_caches").read_text().strip() == "3"
+    assert "could not" not in out
     # the line of each program comes before its result line
-    out = p.stdout.splitlines()
-    assert out.index("ok 1 first") > out.index(next(x for x in out
-                                                     if x.startswith("# lab: mem first ")))
+    lines = out.splitlines()
+    assert lines.index("ok 1 first") > lines.index(next(x for x in lines
+                                                         if x.startswith("# lab: mem first ")))
+
+
+def test_a_swapoff_that_fails_fails_the_boot(tmp_path):
+    """A swap entry whose count leaked keeps swapoff from ending: a swapoff
+    that fails is a 'could not' line, a set-up failure of the boot
+    (testboot.boot_problems()), and the swap it could not free stays in use."""
+    from lab.guest.testboot import boot_problems
+    out, cycled, _ = memstate_run(tmp_path, swapoff_exit=1)
+    assert "# lab: could not swapoff and swapon /dev/vdb after <start> (312 kB in use)" in out
+    assert "on /dev/vdb" not in cycled
+    assert memstate.parse(out)[0][1]["swap"] == 312
+
+    class B:
+        ready, timed_out, exit_code, plan, console = True, False, 0, "", "c.log"
+
+        def text(self):
+            return "LAB-READY: 6.12\n" + out + "LAB-EXIT: 0\n"
+    assert [w for w, _ in boot_problems(B())] == ["setup"]
+
+
+def test_no_swap_device_is_touched_outside_a_lab_guest(tmp_path, monkeypatch):
+    """lib.sh sourced without LAB_ARCH (a host) turns no swap off."""
+    out, cycled, _ = memstate_run(tmp_path)
+    log = tmp_path / "cycled"
+    log.unlink()
+    script = f". {config.GUEST / 'lib.sh'}\nlab_memstate x\n"
+    subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                   env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+                        "LAB_SYSROOT": str(tmp_path)})
+    assert not log.exists()
