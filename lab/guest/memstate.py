@@ -24,12 +24,15 @@ START = "<start>"
 LEAK_COUNTERS = {"avail": ("kB", -1), "pt": ("pages", +1), "swap": ("kB", +1)}
 # The least tolerance of each counter, whatever the stock boot shows: the
 # per-CPU page lists, slab and vmalloc move MemAvailable by a few hundred kB
-# from one line to the next.  Swap has none: lab_memstate turns every swap
+# from one line to the next, and the kernel's own page tables (vmalloc's,
+# the vmapped stacks of new processes; never freed) count in
+# nr_page_table_pages: 20 pages either way between two programs on both
+# kernels in a full run, up to 16 over two short programs.  Swap has none: lab_memstate turns every swap
 # device off and on before it reads the swap in use, so nothing of it is
 # left ('held' is what was in use before that, which the swap cache lets go
 # lazily: not compared), and a swapoff that could not free an entry fails
 # the boot by itself.
-FLOOR = {"avail": 2048, "pt": 8, "swap": 0}
+FLOOR = {"avail": 2048, "pt": 64, "swap": 0}
 
 
 def parse(text):
@@ -80,7 +83,8 @@ def judge(prefix, stock_text, patched_text):
     against the stock boot that ran the same plan: a failed
     'PREFIX/<program>/<left behind>' row for each program (and '<boot>' for
     the whole boot) that left more of a counter behind on patched than on
-    stock, by more than the stock boot's tolerance; a failed
+    stock (or than nothing, where stock gave some back), by more than the
+    stock boot's tolerance; a failed
     'PREFIX/<memstate>' row when either boot printed no memory line after a
     program, so that a check that could not run is not a pass; one passed
     'PREFIX/<left behind>' row otherwise."""
@@ -99,7 +103,7 @@ def judge(prefix, stock_text, patched_text):
             continue
         over = [f"{c} {d[c]:+,} {LEAK_COUNTERS[c][0]} (stock {was[c]:+,}, "
                 f"tolerance {tol[c]:,})"
-                for c in LEAK_COUNTERS if d[c] - was[c] > tol[c]]
+                for c in LEAK_COUNTERS if d[c] - max(was[c], 0) > tol[c]]
         if over:
             rows.append(("fail", f"{prefix}/{name}/<left behind>",
                          "left behind more than on stock: " + "; ".join(over)))
