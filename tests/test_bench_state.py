@@ -226,21 +226,27 @@ def test_a_bench_boot_counts_its_kernel_reports(tmp_path, monkeypatch):
     assert boot["kernel_reports"] == 0 and boot["first_report"] == ""
 
 
-def _main_once(tmp_path, monkeypatch, lines):
-    """bench.main() on x86_64 for mremap-4k, quick, one repeat, with the
-    patched boot's console made of lines, a clean stock boot, nothing built."""
-    fake_boot(monkeypatch, tmp_path, lines,
-              bench_lines(mremap4k("stock", 0, flavour="stock")))
+def no_host_work(monkeypatch, tmp_path):
+    """bench.main() with WORK in tmp_path and nothing fetched, built or
+    checked on the host: no dependency check, source, kernel or image."""
     monkeypatch.setattr(bench.config, "WORK", tmp_path)
     monkeypatch.setattr(bench.deps, "check", lambda: None)
-    monkeypatch.setattr(bench.source, "apply", lambda: None)
-    monkeypatch.setattr(bench.source, "series_hash", lambda: "s")
-    monkeypatch.setattr(bench.source, "base_version", lambda: "6.12")
+    for name, fn in (("apply", lambda: None), ("series_hash", lambda: "s"),
+                     ("base_version", lambda: "6.12")):
+        monkeypatch.setattr(bench.source, name, fn)
     monkeypatch.setattr(bench.build, "build", lambda *a, **k: None)
     monkeypatch.setattr(bench.build, "build_ahead", lambda *a: None)
     monkeypatch.setattr(bench.build, "config_hash", lambda *a: "c")
     monkeypatch.setattr(bench.image, "build", lambda *a: None)
     monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
+
+
+def _main_once(tmp_path, monkeypatch, lines):
+    """bench.main() on x86_64 for mremap-4k, quick, one repeat, with the
+    patched boot's console made of lines, a clean stock boot, nothing built."""
+    fake_boot(monkeypatch, tmp_path, lines,
+              bench_lines(mremap4k("stock", 0, flavour="stock")))
+    no_host_work(monkeypatch, tmp_path)
     rc = bench.main(["x86_64"], ["mremap-4k"], quick=True, repeats=1, min_repeats=1)
     out = next((tmp_path / "results").iterdir())
     return rc, out, (out / "report.md").read_text()
@@ -428,16 +434,7 @@ def _main_two_arches(tmp_path, monkeypatch, arm64_boot):
 
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
-    monkeypatch.setattr(bench.config, "WORK", tmp_path)
-    monkeypatch.setattr(bench.deps, "check", lambda: None)
-    for name, fn in (("apply", lambda: None), ("series_hash", lambda: "s"),
-                     ("base_version", lambda: "6.12")):
-        monkeypatch.setattr(bench.source, name, fn)
-    monkeypatch.setattr(bench.build, "build", lambda *a, **k: None)
-    monkeypatch.setattr(bench.build, "build_ahead", lambda *a: None)
-    monkeypatch.setattr(bench.build, "config_hash", lambda *a: "c")
-    monkeypatch.setattr(bench.image, "build", lambda *a: None)
-    monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
+    no_host_work(monkeypatch, tmp_path)
     rc = bench.main(["x86_64", "arm64"], ["mremap-4k"], quick=True, repeats=1,
                     min_repeats=1)
     out = next((tmp_path / "results").iterdir())

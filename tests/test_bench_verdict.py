@@ -15,7 +15,7 @@ from lab.core import config
 from lab.core.util import LabError
 from lab.guest import workloads
 from lab.outputs import headline, history, report, stats, tables
-from test_bench_state import WARNING, bench_lines, console, knobs, mremap4k
+from test_bench_state import WARNING, bench_lines, console, knobs, mremap4k, no_host_work
 from lab.guest import run
 
 RESULTS = config.REPO / "docs" / "results"
@@ -38,16 +38,7 @@ def _bench(tmp_path, monkeypatch, patched, stock=None):
 
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
-    monkeypatch.setattr(bench.config, "WORK", tmp_path)
-    monkeypatch.setattr(bench.deps, "check", lambda: None)
-    for name, fn in (("apply", lambda: None), ("series_hash", lambda: "s"),
-                     ("base_version", lambda: "6.12")):
-        monkeypatch.setattr(bench.source, name, fn)
-    monkeypatch.setattr(bench.build, "build", lambda *a, **k: None)
-    monkeypatch.setattr(bench.build, "build_ahead", lambda *a: None)
-    monkeypatch.setattr(bench.build, "config_hash", lambda *a: "c")
-    monkeypatch.setattr(bench.image, "build", lambda *a: None)
-    monkeypatch.setattr(bench.run, "qemu_version", lambda *a: "q")
+    no_host_work(monkeypatch, tmp_path)
     rc = bench.main(["x86_64"], ["mremap-4k"], quick=True, repeats=1, min_repeats=1,
                     use_cache=False)
     out = next((tmp_path / "results").iterdir())
