@@ -194,7 +194,7 @@ def stock_boot(arch_name, variant, plan, use_cache=True):
         entry, b = hit
         say(f"stock results reused from {entry} (key {k[:16]}); "
             f"console of that boot: {b.console}; memory after each program: "
-            f"{memstate.save(b.console, b.text())}")
+            f"{memstate.save(f'{name}-tests', b.text())}")
         return b
     say(f"{name}: {'no stored boot' if use_cache else '--no-cache'} for key "
         f"{k[:16]}; booting")

@@ -134,8 +134,9 @@ def _own_status(m):
 
 
 # The start of a line that kernel output may cut in two and that the verdict
-# reads: a result line (a program's own or a subtest's) or lab_run's start.
-_CUTTABLE = re.compile(r"^\s*(?:(?:not )?ok \d|# lab: start )")
+# reads: a result line (a program's own or a subtest's), lab_run's start or
+# lab_memstate's line (memstate.py).
+_CUTTABLE = re.compile(r"^\s*(?:(?:not )?ok \d|# lab: start |# lab: mem )")
 
 
 def console_lines(text):

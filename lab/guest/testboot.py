@@ -33,7 +33,7 @@ def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
                               mem_mb=mem_mb, timeout=timeout, cpu=cpu, accel=accel,
                               extra=tuple(extra)), echo=echo_progress(name))
     say(f"{name}: exit {b.exit_code}, {b.wall:.0f}s wall, console {b.console}, "
-        f"memory after each program {memstate.save(b.console, b.text())}")
+        f"memory after each program {memstate.save(name, b.text())}")
     took = sorted(results.durations(b.text()).items(), key=lambda kv: -kv[1])
     if took:
         say(f"{name}: longest programs (guest s): " +
