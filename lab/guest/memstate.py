@@ -1,7 +1,8 @@
 """Memstate: the memory a boot's programs leave behind, and what is a leak.
 
-guest/lib.sh's lab_memstate prints, after dropping the page cache, one line
-before a plan's first program ('<start>') and one after each program:
+guest/lib.sh's lab_memstate prints, after dropping the page cache and turning
+every swap device off and on, one line before a plan's first program
+('<start>') and one after each program:
 
   # lab: mem NAME free=KB avail=KB anonhuge=KB pt=PAGES held=KB swap=KB buddy=N0,...
 
@@ -9,7 +10,7 @@ What a program left behind is the change from the line before it.  A patched
 program leaks when it leaves more behind than the same program on stock, by
 more than the stock boot's own tolerance (tolerances()); so does the whole
 boot, from '<start>' to its last line.  The lines stay in the console; a
-boot's table is also saved beside it as JSON (save()).
+boot's table is also saved with the logs as JSON (save()).
 """
 
 import json
@@ -30,11 +31,11 @@ LEAK_COUNTERS = {"avail": ("kB", -1), "pt": ("pages", +1), "swap": ("kB", +1)}
 # from one line to the next, and the kernel's own page tables (vmalloc's,
 # the vmapped stacks of new processes; never freed) count in
 # nr_page_table_pages: 20 pages either way between two programs on both
-# kernels in a full run, up to 16 over two short programs.  Swap has none: lab_memstate turns every swap
-# device off and on before it reads the swap in use, so nothing of it is
-# left ('held' is what was in use before that, which the swap cache lets go
-# lazily: not compared), and a swapoff that could not free an entry fails
-# the boot by itself.
+# kernels in a full run, up to 16 over two short programs.  Swap has none:
+# lab_memstate turns every swap device off and on before it reads the swap
+# in use, so nothing of it is left ('held' is what was in use before that,
+# which the swap cache lets go lazily: not compared), and a swapoff that
+# could not free an entry fails the boot by itself.
 FLOOR = {"avail": 2048, "pt": 64, "swap": 0}
 
 
@@ -42,8 +43,8 @@ def parse(text):
     """[(name, {counter: int}, buddy [free blocks per order])] in console
     order, from a console text, with a line that kernel output cut in two
     joined again (results.console_lines()).  A line without every counter
-    of LEAK_COUNTERS as a number is not read (damaged()), so that nothing
-    missing is taken for 0."""
+    of LEAK_COUNTERS as a number is not read (unread() names its program),
+    so that nothing missing is taken for 0."""
     out = []
     for line in results.console_lines(text):
         m = MEM_RE.match(line.strip())
@@ -79,10 +80,10 @@ def left_behind(states):
     for (_, before, _), (name, after, _) in zip(states, states[1:]):
         d = out.setdefault(name, dict.fromkeys(LEAK_COUNTERS, 0))
         for c, (_, sign) in LEAK_COUNTERS.items():
-            d[c] += sign * (after.get(c, 0) - before.get(c, 0))
+            d[c] += sign * (after[c] - before[c])
     if len(states) > 1:
         first, last = states[0][1], states[-1][1]
-        out["<boot>"] = {c: sign * (last.get(c, 0) - first.get(c, 0))
+        out["<boot>"] = {c: sign * (last[c] - first[c])
                          for c, (_, sign) in LEAK_COUNTERS.items()}
     return out
 
