@@ -1,6 +1,8 @@
 """What the plans leave out (suites.ARCH_LEFT_OUT, BOOT_LEFT_OUT): each name
 is a test of its program, the plans pass it to -T, and the summary says so."""
 
+import pytest
+
 from lab.commands import test as testcmd
 from lab.core import config
 from lab.core.tally import Tally
@@ -8,7 +10,7 @@ from lab.guest import harness, suites
 
 
 def plan_line(plan, prog):
-    lines = [ln for ln in plan.splitlines() if f" /lab/tests/{prog}" in ln]
+    lines = [ln for ln in plan.splitlines() if ln.startswith(f"lab_run {prog} ")]
     assert len(lines) == 1, plan
     return lines[0]
 
@@ -23,8 +25,8 @@ def test_every_name_left_out_is_a_test_of_its_program():
     for table in tables:
         for prog, entries in table.items():
             tests = harness.tests(prog)
-            for names, why in entries:
-                assert why and set(names) <= tests, (prog, set(names) - tests)
+            for names, why, skip in entries:
+                assert why and skip and set(names) <= tests, (prog, set(names) - tests)
                 seen += len(names)
     assert seen >= 10
 
@@ -96,3 +98,114 @@ def test_an_empty_extra_plan_fails_a_whole_run_and_is_noted_in_a_part():
     part = Tally()
     assert not testcmd.extra_plan(part, "x86_64/default/patched-mttcg", None, whole=False)
     assert not part.rows and "not booted" in part.notes[0]
+
+
+# The probes of what a plan leaves out (guest/leftout.py): each table
+# entry says the test can only skip there; the guest must show it.
+
+def probe_console(prog, cases, n=1):
+    """A console of one probe program: cases [(case, 'ok'|'not ok', skip
+    message or None)]."""
+    lines = [f"# lab: start {prog}.left-out: /lab/tests/{prog} -t x", f"    1..{len(cases)}"]
+    for i, (case, ok, skip) in enumerate(cases, 1):
+        lines.append(f"    {ok} {i} {case}" + (f" # SKIP {skip}" if skip else ""))
+    return "\n".join(lines) + f"\nok {n} {prog}.left-out\n"
+
+
+def judge_probes(arch, consoles, plan=None, boot="tests"):
+    from lab.guest import leftout, results
+    per = {fl: results.parse(text) for fl, text in consoles.items()}
+    prefixes = {fl: f"{arch}/default/{fl}" for fl in consoles}
+    rows = leftout.judge(arch, boot, prefixes, per,
+                         None if plan is None else suites.plan_programs(plan))
+    return {name: (status, detail) for status, name, detail in rows}
+
+
+MREMAP_SKIP = ("x86_64 has no contiguous PTEs: move_ptes() never batches there "
+               "(pte_batch_hint() is 1), nothing to count")
+
+
+def test_a_probe_that_skips_for_the_tables_reason_passes():
+    rows = judge_probes("x86_64", {
+        "patched": probe_console("mremap_batch", [
+            ("mech.off.contpte_unfolds", "ok", MREMAP_SKIP),
+            ("mech.stock.contpte_unfolds", "ok", "variant for the stock kernel")]),
+        "stock": probe_console("mremap_batch", [
+            ("mech.off.contpte_unfolds", "ok", "variant for the patched kernel"),
+            ("mech.stock.contpte_unfolds", "ok", MREMAP_SKIP)])})
+    assert {s for s, _ in rows.values()} == {"pass", "variant"}, rows
+    assert rows["x86_64/default/patched/mremap_batch.left-out/mech.off.contpte_unfolds"][0] \
+        == "pass"
+
+
+@pytest.mark.parametrize("ok, skip, says", [
+    ("ok", None, "passes here: the table hides a test"),
+    ("not ok", None, "fails here instead of skipping"),
+    ("ok", "kprobe on move_ptes: No such file", "skips for another reason"),
+])
+def test_a_probe_that_does_not_skip_for_the_tables_reason_fails(ok, skip, says):
+    """A table entry that hides a test the arch can run (it passes), a
+    test that breaks there, or one that skips for another reason than the
+    entry's: each fails, on the case and for want of a confirmed reason."""
+    rows = judge_probes("x86_64", {"patched": probe_console(
+        "mremap_batch", [("mech.off.contpte_unfolds", ok, skip)])})
+    case = rows["x86_64/default/patched/mremap_batch.left-out/mech.off.contpte_unfolds"]
+    assert case[0] == "fail" and says in case[1], case
+    assert rows["x86_64/default/patched/mremap_batch.left-out/contpte_unfolds"][0] == "fail"
+
+
+def test_a_planned_probe_that_never_reported_fails_for_each_of_its_tests():
+    plan = suites.test_plan("x86_64", upstream=False, only={"mremap_batch", "read_batch"})
+    rows = judge_probes("x86_64", {"patched": probe_console(
+        "mremap_batch", [("mech.off.contpte_unfolds", "ok", MREMAP_SKIP)])}, plan)
+    missing = {n for n, (s, _) in rows.items() if s == "fail"}
+    assert missing == {f"x86_64/default/patched/read_batch.left-out/{t}" for t in (
+        "contpte_reads", "mincore_visits", "smaps_and_mlock", "mincore_vector", "fold_race",
+        "mbind_move")}, missing
+
+
+def test_only_other_kernels_variants_confirm_nothing():
+    rows = judge_probes("arm64", {"stock": probe_console(
+        "read_batch", [("node.mbind_move", "ok", "variant for the patched kernel")])})
+    assert rows["arm64/default/stock/read_batch.left-out/node.mbind_move"][0] == "variant"
+    assert rows["arm64/default/stock/read_batch.left-out/mbind_move"][0] == "fail"
+
+
+def test_every_plan_that_leaves_a_test_out_probes_it():
+    for arch in config.ARCHES:
+        for boot in ("tests", "cortex-a72"):
+            plan = suites.test_plan(arch, upstream=False, boot=boot)
+            for prog in suites.own_tests():
+                gone = set(suites.left_out(arch, prog, boot))
+                probed = [ln for ln in plan.splitlines()
+                          if ln.startswith(f"lab_run {prog}.left-out ")]
+                if boot == "cortex-a72":
+                    gone = {n for n, _ in suites.left_out_probes(arch, boot)
+                            .get(prog, {}).items()}
+                if not gone:
+                    assert not probed
+                    continue
+                assert len(probed) == 1, (arch, boot, prog)
+                assert set(probed[0].split()[5::2]) == gone, probed
+
+
+def test_the_main_verdicts_judge_the_probes_and_an_extra_boot_does_too(tmp_path):
+    """Wired in: lab test's main boots (verdicts.judge()) and the cortex-a72
+    boot (tally_boot()) fail a probe that passes."""
+    from lab.guest import results
+    from lab.guest.verdicts import judge
+    from test_cache import fake_boot
+    text = "LAB-READY: 6.12\nKTAP version 1\n1..1\n" + probe_console(
+        "reclaim_batch", [("rb.on.mglru_walk_calls", "ok", None)]) + "LAB-EXIT: 0\n"
+    plan = suites.test_plan("arm64", upstream=False, only={"reclaim_batch"},
+                            boot="cortex-a72")
+    tally = Tally()
+    testcmd.tally_boot(tally, "arm64/default/patched-cortex-a72", fake_boot(tmp_path, text),
+                       probes=("arm64", "cortex-a72", plan))
+    row = [r for r in tally.rows if r[1].endswith("rb.on.mglru_walk_calls")]
+    assert row and row[0][0] == "fail", tally.rows
+    text = text.replace("reclaim_batch", "read_batch").replace("rb.on.mglru_walk_calls",
+                                                               "node.mbind_move")
+    rows = judge("arm64", "default", {"patched": results.parse(text)})
+    assert ("fail", "arm64/default/patched/read_batch.left-out/node.mbind_move") in \
+        [r[:2] for r in rows]

@@ -379,6 +379,9 @@ def harden_suite(monkeypatch, tmp_path, patched, stock):
         return fake_boot(tmp_path, patched if flavour == "patched" else stock,
                          name=f"{flavour}-{tag}")
     monkeypatch.setattr(harden, "boot_and_parse", boot_and_parse)
+    # the plan the fake consoles ran: cow alone
+    monkeypatch.setattr(harden.suites, "test_plan", lambda *a, **k: suites._lines(
+        [("cow", 60, ["/lab/selftests/mm/cow"])]))
     tally = Tally()
     harden.run_suite(tally, "arm64", "debug")
     return {n: (s, d) for s, n, d in tally.rows}

@@ -155,7 +155,7 @@ def run_suite(tally, arch_name, variant):
             tally.add("fail", f"{prefix}{suffix}/{what}", detail)
         texts[flavour] = b.text()
         per[flavour] = results.parse(texts[flavour])
-    for status, name, detail, _ in judge(arch_name, variant, per):
+    for status, name, detail, _ in judge(arch_name, variant, per, plan):
         tally.add(*suite_row(arch_name, variant, status, name, detail))
     for row in memstate.judge(prefix, texts["stock"], texts["patched"]):
         tally.add(*row)

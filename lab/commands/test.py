@@ -33,7 +33,7 @@ from collections import Counter
 
 from ..core import config, deps
 from ..core.util import LabError, Timer, say
-from ..guest import cache, image, memstate, results, run, skips, suites
+from ..guest import cache, image, leftout, memstate, results, run, skips, suites
 from ..guest.testboot import boot_and_parse, boot_problems
 from ..guest.verdicts import judge
 from ..kernel import build, source
@@ -246,7 +246,7 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
         if not per_flavour[flavour]:
             tally.add("fail", f"{arch_name}/{variant}/{flavour}/results",
                       f"no test result on the console: {b.console}")
-    rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour),
+    rows = retry_regressions(arch_name, variant, judge(arch_name, variant, per_flavour, plan),
                              per_flavour["patched"])
     for status, name, detail, _ in rows:
         tally.add(status, name, detail)
@@ -263,7 +263,8 @@ def test_arch(tally, arch_name, variant, own, upstream, only, use_cache=True):
             b = boot_and_parse(arch_name, "patched", variant, plan, cpu,
                                timeout=TEST_BOOT["timeout"], cpu=cpu,
                                accel=TEST_ACCEL)
-            tally_boot(tally, f"{arch_name}/{variant}/patched-{cpu}", b)
+            tally_boot(tally, f"{arch_name}/{variant}/patched-{cpu}", b,
+                       probes=(arch_name, cpu, plan))
             if arch_name in suites.CPU_FEATURES:
                 cpu_features(tally, f"{arch_name}/{variant}/patched-{cpu}", b,
                              unwanted=suites.CPU_FEATURES[arch_name][:1])
@@ -365,14 +366,22 @@ def cpu_features(tally, prefix, b, want=(), unwanted=()):
               f"{'; '.join(bad)} (console: {b.console})" if bad else "")
 
 
-def tally_boot(tally, prefix, b):
+def tally_boot(tally, prefix, b, probes=None):
     """Rows for an extra patched boot: its own problems and every leaf (a
-    boot without any is a failure)."""
+    boot without any is a failure); probes, (arch, boot, plan) of a plan
+    that leaves tests out, judges the probes of those (leftout.judge())."""
     for what, detail in boot_problems(b):
         tally.add("fail", f"{prefix}/{what}", detail)
     leaves = results.parse(b.text())
+    if probes:
+        arch_name, boot, plan = probes
+        for row in leftout.judge(arch_name, boot, {"patched": prefix}, {"patched": leaves},
+                                 suites.plan_programs(plan)):
+            tally.add(*row)
     for r in leaves:
         name = f"{prefix}/{r.name}"
+        if probes and leftout.is_probe(r.program):
+            continue
         if r.status != "skip":
             tally.add(r.status, name, r.detail if r.status != "pass" else "")
         elif skips.other_kernel(r.detail) == "stock":

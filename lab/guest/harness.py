@@ -128,7 +128,7 @@ def table_names():
     for kind in ("ARCH_LEFT_OUT", "BOOT_LEFT_OUT"):
         for key, table in getattr(suites, kind).items():
             for prog, entries in table.items():
-                for names, _ in entries:
+                for names, _, _ in entries:
                     yield from ((f"{kind}[{key}]", prog, n) for n in names)
     for kind in ("NUMA_TESTS", "RACE_TESTS", "NOSPLIT_TESTS"):
         for prog, names in getattr(suites, kind).items():

@@ -238,44 +238,63 @@ def _upstream_entry(prog, scale, extra=()):
 
 
 # Tests of the own programs that a plan leaves out with the harness's -T
-# (a test's own name: all its fixture variants), and why.  ARCH_LEFT_OUT:
-# tests of a mechanism the arch does not have in 6.12, which could only
-# skip there.  BOOT_LEFT_OUT: tests a boot cannot run that another boot of
-# the same 'lab test' runs ("tests": the main test boots of both kernels,
-# where the numa boot runs what needs two nodes; "cortex-a72": the
-# NO_RANGE_TLBI boot, where the main boots run what needs the hardware
-# access flag).  'lab test' prints both tables with its summary.
+# (a test's own name: all its fixture variants), why, and the SKIP message
+# (a glob) the test prints where it is left out.  ARCH_LEFT_OUT: tests of a
+# mechanism the arch does not have in 6.12, which could only skip there.
+# BOOT_LEFT_OUT: tests a boot cannot run that another boot of the same
+# 'lab test' runs ("tests": the main test boots of both kernels, where the
+# numa boot runs what needs two nodes; "cortex-a72": the NO_RANGE_TLBI
+# boot, where the main boots run what needs the hardware access flag).
+# 'lab test' prints both tables with its summary, and each boot whose plan
+# leaves tests out runs them once more on their own, as the program
+# "<program>.left-out" (left_out_probes()): each must skip there with its
+# message (lab/guest/leftout.py), so that no entry can hide a test the arch
+# or boot can run.
 ARCH_LEFT_OUT = {
     "x86_64": {
         "mprotect_batch": [(("contpte_unfolds", "halves_then_whole", "half_back_then_whole"),
-                            "x86_64 has no contiguous PTEs: nothing to unfold or fold"),
-                           (("tags_on_every_pte",), "MTE is arm64's")],
+                            "x86_64 has no contiguous PTEs: nothing to unfold or fold",
+                            "* has no contiguous PTEs: nothing to *fold*"),
+                           (("tags_on_every_pte",), "MTE is arm64's", "MTE is arm64's")],
         "mremap_batch": [(("contpte_unfolds",),
-                          "x86_64 has no contiguous PTEs: move_ptes() never batches there")],
+                          "x86_64 has no contiguous PTEs: move_ptes() never batches there",
+                          "* has no contiguous PTEs: move_ptes() never batches there*")],
         "read_batch": [(("contpte_reads", "mincore_visits", "smaps_and_mlock",
                          "mincore_vector", "fold_race"),
                         "x86_64 has no contiguous PTEs: no contpte_ptep_get(), and "
-                        "contpte_early_exit and mincore_batch are not built there")],
+                        "contpte_early_exit and mincore_batch are not built there",
+                        "no contiguous PTEs on this arch: *")],
         "reclaim_batch": [(("mglru_look_around_calls",),
                            "x86_64 has no contiguous PTEs: the look-around's batch and "
-                           "single PTEs make the same calls")],
+                           "single PTEs make the same calls",
+                           "x86: no count with a margin tells the look-around's batch "
+                           "from single PTEs*")],
     },
     "arm64": {
-        "mprotect_batch": [(("soft_dirty", "key_on_every_pte"),
-                            "arm64 has neither a soft-dirty PTE bit nor protection keys "
-                            "in 6.12")],
+        "mprotect_batch": [(("soft_dirty",), "arm64 has no soft-dirty PTE bit in 6.12",
+                            "* has no soft-dirty bit in 6.12"),
+                           (("key_on_every_pte",),
+                            "arm64's protection keys (CONFIG_ARM64_POE, 6.12) need "
+                            "FEAT_S1POE, which QEMU 7.2's -cpu max does not have, and "
+                            "the lab's arm64 kernels do not build them",
+                            "pkey_alloc: *: no protection keys here")],
         "mremap_batch": [(("soft_dirty_survives",),
-                          "arm64 has no soft-dirty PTE bit in 6.12")],
+                          "arm64 has no soft-dirty PTE bit in 6.12",
+                          "no soft-dirty on * in 6.12")],
     },
 }
 BOOT_LEFT_OUT = {
     "tests": {"read_batch": [(("mbind_move",),
-                              "needs two NUMA nodes: the numa boot runs it")]},
+                              "needs two NUMA nodes: the numa boot runs it",
+                              "one NUMA node: *")]},
     "cortex-a72": {"reclaim_batch": [(("mglru_walk_calls",),
                                       "Cortex-A72 has no hardware access flag, without "
                                       "which MGLRU does not walk page tables: the main "
-                                      "boots run it")]},
+                                      "boots run it",
+                                      "no hardware access flag on this CPU: *")]},
 }
+# The name of the program that runs what a plan left out of program prog.
+PROBE_SUFFIX = ".left-out"
 
 
 def _left_out_tables(arch_name, boot):
@@ -285,9 +304,9 @@ def _left_out_tables(arch_name, boot):
 def left_out(arch_name, prog, boot="tests"):
     """The test names of own program prog that arch_name's plans for boot
     leave out (ARCH_LEFT_OUT, BOOT_LEFT_OUT: {arch or boot: {program:
-    [(test names, why)]}})."""
+    [(test names, why, skip message)]}})."""
     return tuple(n for table in _left_out_tables(arch_name, boot)
-                 for names, _ in table.get(prog, ()) for n in names)
+                 for names, _, _ in table.get(prog, ()) for n in names)
 
 
 def left_out_lines(arch_name, boot="tests"):
@@ -295,7 +314,22 @@ def left_out_lines(arch_name, boot="tests"):
     leave out, for the run's summary."""
     return [f"{prog}: {', '.join(names)} ({why})"
             for table in _left_out_tables(arch_name, boot)
-            for prog, entries in sorted(table.items()) for names, why in entries]
+            for prog, entries in sorted(table.items()) for names, why, _ in entries]
+
+
+def left_out_probes(arch_name, boot="tests"):
+    """{program: {test name: (why, skip message glob)}} of what the boot's
+    probes run: on the main test boots ("tests") what ARCH_LEFT_OUT and
+    BOOT_LEFT_OUT["tests"] leave out, on another boot what its own
+    BOOT_LEFT_OUT entry does (the main boots probe the arch's)."""
+    tables = _left_out_tables(arch_name, boot) if boot == "tests" else \
+        (BOOT_LEFT_OUT.get(boot, {}),)
+    probes = {}
+    for table in tables:
+        for prog, entries in table.items():
+            for names, why, skip in entries:
+                probes.setdefault(prog, {}).update((n, (why, skip)) for n in names)
+    return probes
 
 
 def _own_entry(arch_name, prog, scale, boot="tests"):
@@ -304,19 +338,34 @@ def _own_entry(arch_name, prog, scale, boot="tests"):
                                       for a in ("-T", n)])
 
 
+def _probe_entry(prog, names, scale):
+    return (prog + PROBE_SUFFIX, scale * OWN_TIMEOUTS.get(prog, 600),
+            [f"/lab/tests/{prog}"] + [a for n in sorted(names) for a in ("-t", n)])
+
+
+def base_program(program):
+    """The own program a probe program ("<program>.left-out") runs; any
+    other program's own name."""
+    return program.removesuffix(PROBE_SUFFIX)
+
+
 def test_plan(arch_name, own=True, upstream=True, only=None, variant="default",
               boot="tests"):
     """The plan of a test boot of arch_name: every own program (less what
-    left_out() names for boot) and the arch's upstream selftests."""
+    left_out() names for boot), the probes of what that leaves out
+    (left_out_probes()) and the arch's upstream selftests; only, a set of
+    program names, keeps those (and their probes)."""
     scale = TIMEOUT_SCALE[variant]
     entries = []
     if own:
         for t in own_tests():
             entries.append(_own_entry(arch_name, t, scale, boot))
+        for t, names in sorted(left_out_probes(arch_name, boot).items()):
+            entries.append(_probe_entry(t, names, scale))
     if upstream:
         entries += [_upstream_entry(t, scale) for t in image.selftests_for(arch_name)]
     if only:
-        entries = [e for e in entries if e[0] in only]
+        entries = [e for e in entries if base_program(e[0]) in only]
     return _lines(entries)
 
 

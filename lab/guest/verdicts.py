@@ -11,19 +11,27 @@ no re-run, so a 'regress' fails there).  Rules:
   - a leaf that passes on stock and is skipped or missing on patched fails
     (or regresses, upstream), unless it runs on stock only;
   - a SKIP must be declared (skips.tsv), and a fixture variant for the
-    other kernel counts only if that kernel's boot ran it.
+    other kernel counts only if that kernel's boot ran it;
+  - the probes of what the plan left out ("<program>.left-out") must skip
+    for the reason the table gives (leftout.judge()).
 """
 
-from . import results, skips, suites
+from . import leftout, results, skips, suites
 
 
-def judge(arch_name, variant, per_flavour):
+def judge(arch_name, variant, per_flavour, plan=None):
     """Leaf verdicts of the main boots of one arch, as (status, name, detail,
     program); status 'regress' marks an upstream leaf that passes on stock
     and fails, is skipped or is missing on patched (retry_regressions()
     re-runs those).  A leaf that passes on stock and is skipped or missing
-    on patched fails, unless it only runs on stock (suites.stock_only)."""
-    rows = []
+    on patched fails, unless it only runs on stock (suites.stock_only).
+    plan, the boots' plan, names the probes that must have reported."""
+    prefixes = {fl: f"{arch_name}/{variant}/{fl}" for fl in per_flavour}
+    planned = suites.plan_programs(plan) if plan is not None else None
+    rows = [row + (row[1].split("/")[3],) for row in
+            leftout.judge(arch_name, "tests", prefixes, per_flavour, planned)]
+    per_flavour = {fl: [r for r in leaves if not leftout.is_probe(r.program)]
+                   for fl, leaves in per_flavour.items()}
     by_name = {fl: {r.name: r for r in leaves} for fl, leaves in per_flavour.items()}
     stock = by_name.get("stock", {})
     for flavour, leaves in per_flavour.items():

@@ -208,6 +208,11 @@ VARIANTS = (
     Variant("lab-contpte-off", "arm64", "lab", ("CONFIG_ARM64_CONTPTE=n",),
             default=True, why="#ifdef CONFIG_ARM64_CONTPTE: the generic young "
             "batching instead of arm64's"),
+    Variant("lab-modules", "arm64", "lab",
+            ("CONFIG_MODULES=y", "CONFIG_XEN=y", "CONFIG_XEN_PRIVCMD=m"),
+            why="the module symbol check on a real modules build: xen's privcmd.ko "
+            "calls ptep_get(), whose contpte_early_exit branch needs two of the "
+            "series' exports"),
     Variant("each-commit", "x86_64", "each-commit", why="bisectability"),
     Variant("each-commit", "arm64", "each-commit", why="bisectability"),
 )
