@@ -44,7 +44,7 @@ def test_an_undeclared_skip_of_a_patched_variant_fails():
 
 
 def test_the_same_skip_on_the_boot_it_is_declared_for_is_a_skip():
-    msg = "no MTE: the lab's default arm64 kernels have none (its debug kernels have it)"
+    msg = "no MTE: the lab's default arm64 machine has none (its debug kernels boot with -M virt,mte=on)"
     assert skips.account("arm64/default/patched/mprotect_batch/mte.private.tags_on_every_pte",
                          msg)[0] == "skip"
     # the nosplit boot runs a debug kernel, which has MTE: there it fails

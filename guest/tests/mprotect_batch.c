@@ -1337,9 +1337,9 @@ FIXTURE_SETUP(mte)
 #ifdef __aarch64__
 	if (!(getauxval(AT_HWCAP2) & HWCAP2_MTE)) {
 		ASSERT_FALSE(lab_debug_kernel())
-			TH_LOG("the %s kernel has no MTE: configs/arm64-debug.config turns it on, and the lab boots it with -M virt,mte=on",
+			TH_LOG("the %s kernel has no MTE: the lab boots the debug kernels with -M virt,mte=on",
 			       lab_variant());
-		SKIP(return, "no MTE: the lab's default arm64 kernels have none (its debug kernels have it)");
+		SKIP(return, "no MTE: the lab's default arm64 machine has none (its debug kernels boot with -M virt,mte=on)");
 	}
 	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
 	self->tagged_ctrl = prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0, 0, 0);

@@ -16,6 +16,7 @@
   lab report DIR              the report of a bench directory again, or of
                               a directory run-here.sh wrote
   lab report --history        docs/results.md from the runs in docs/results/
+  lab report --configs        docs/configs.md: the lab's kernels against Debian's configs
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched

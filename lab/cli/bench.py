@@ -40,6 +40,9 @@ def add_parser(sub):
                     help="docs/results/test-summary.json and the README's counts from "
                     "a stored full 'lab test' run that passed (default: the newest "
                     "work/results/test-*.json; a partial or failed run is refused)")
+    sp.add_argument("--configs", action="store_true",
+                    help="docs/configs.md: where the lab's kernels differ from Debian's "
+                    "pinned configs, with configs/differences.tsv's reasons")
     sp.set_defaults(fn=cmd_report)
 
 
@@ -67,6 +70,15 @@ def cmd_report(args):
     from pathlib import Path
 
     from ..commands import reportdir
+    if args.configs:
+        from ..kernel import distro
+        text, bad = distro.generate()
+        if bad:
+            raise LabError("configs/differences.tsv does not account for the "
+                           "configs:\n  " + "\n  ".join(bad))
+        distro.DOC.write_text(text)
+        print(f"lab: wrote {distro.DOC}")
+        return 0
     if args.tests:
         reportdir.tests(None if args.tests == "newest" else Path(args.tests))
         return 0

@@ -74,6 +74,14 @@ DIRTY_FLUSH = Mechanism("reclaim TLB flushes: try_to_unmap_flush_dirty() calls",
                         lambda r: math.ceil(r.get("vmstat", {}).get("pswpout", 0) / 31),
                         key="flushdirty")
 RECLAIM_MECHANISMS = [UNFOLD] + YOUNG + X86_FLUSH
+# x86's TLB flushes as kprobe counts, where CONFIG_DEBUG_TLBFLUSH's
+# nr_tlb_* counters would need a debug option Debian's config has off:
+# each flush that goes to other CPUs, and each flush a CPU runs (its own
+# and those it receives)
+X86_REMOTE = Mechanism("remote TLB flushes: native_flush_tlb_multi() calls",
+                       "native_flush_tlb_multi", ("x86_64",))
+X86_RUN = Mechanism("TLB flushes run: flush_tlb_func() calls",
+                    "flush_tlb_func", ("x86_64",))
 
 
 @dataclass
@@ -200,8 +208,6 @@ DIRTY_METRICS = [
     ("TLB shootdowns (x86)", "irq", "TLB", False),
     ("function-call IPIs (x86)", "irq", "CAL", False),
     ("IPI1 function call (arm64)", "irq", "IPI1", False),
-    ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
-    ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one", False),
     ("pswpout", "vmstat", "pswpout", False),
     ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns", False)]
 # the fixed form of dirtyreclaim: the workers do the same work each run,
@@ -212,7 +218,6 @@ DIRTY_FIXED_METRICS = [
     ("TLB shootdowns (x86)", "irq", "TLB", False),
     ("function-call IPIs (x86)", "irq", "CAL", False),
     ("IPI1 function call (arm64)", "irq", "IPI1", False),
-    ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False),
     ("elapsed instruction-time of the timed passes (ns)", "metrics", "elapsed_ns",
      False)]
 
@@ -231,7 +236,7 @@ def _dirty_fixed(name, workers, what, seed, **kw):
         quick_scale=f"{workers} workers of {256 // workers} MB, memory.max 64 MB, 4 timed passes",
         seed=seed,
         metrics=DIRTY_FIXED_METRICS,
-        mechanisms=[DIRTY_FLUSH],
+        mechanisms=[DIRTY_FLUSH, X86_REMOTE, X86_RUN],
         histograms=BATCH_HISTOGRAMS,
         **kw)
 
@@ -563,7 +568,7 @@ WORKLOADS = [
         quick_scale="2 workers, 256 MB, memory.high 64 MB, 100 ops in all",
         seed="TLB shootdowns -68.2%, function-call IPIs -57.4%, bogo ops/s +26.9%",
         metrics=DIRTY_METRICS,
-        mechanisms=[DIRTY_FLUSH],
+        mechanisms=[DIRTY_FLUSH, X86_REMOTE, X86_RUN],
         histograms=BATCH_HISTOGRAMS),
     Workload(
         name="dirty-reclaim-1w",
@@ -580,9 +585,8 @@ WORKLOADS = [
         metrics=[("pswpout", "vmstat", "pswpout"),
                  ("elapsed instruction-time (ns, throttling included)", "metrics",
                   "elapsed_ns", False),
-                 ("TLB shootdowns (x86)", "irq", "TLB", False),
-                 ("nr_tlb_remote_flush (x86)", "vmstat", "nr_tlb_remote_flush", False)],
-        mechanisms=[DIRTY_FLUSH],
+                 ("TLB shootdowns (x86)", "irq", "TLB", False)],
+        mechanisms=[DIRTY_FLUSH, X86_REMOTE, X86_RUN],
         histograms=BATCH_HISTOGRAMS,
         retired=STRESS_NG_RETIRED),
     Workload(
@@ -599,7 +603,7 @@ WORKLOADS = [
         seed="16 CPUs: bogo ops/s +26.9%, TLB shootdowns -68.2%, function-call IPIs "
              "-57.4%",
         metrics=DIRTY_METRICS,
-        mechanisms=[DIRTY_FLUSH],
+        mechanisms=[DIRTY_FLUSH, X86_REMOTE, X86_RUN],
         boot={"cpus": 8},
         histograms=BATCH_HISTOGRAMS,
         retired=STRESS_NG_RETIRED),
@@ -617,10 +621,8 @@ WORKLOADS = [
         seed="bogo ops/s +26.9% (16 CPUs)",
         metrics=[("pswpout", "vmstat", "pswpout", False),
                  ("CPU time of the workers (ns, instruction-time)", "metrics", "cpu_ns",
-                  False),
-                 ("nr_tlb_local_flush_one (x86)", "vmstat", "nr_tlb_local_flush_one",
                   False)],
-        mechanisms=[DIRTY_FLUSH],
+        mechanisms=[DIRTY_FLUSH, X86_REMOTE, X86_RUN],
         boot={"cpus": 1},
         histograms=BATCH_HISTOGRAMS,
         retired=STRESS_NG_RETIRED),
@@ -649,7 +651,7 @@ WORKLOADS = [
         seed="not measured upstream (seed 002 holds up to 31 folio locks "
              "across pageout)",
         metrics=FAULTLAT_METRICS,
-        mechanisms=[DIRTY_FLUSH],
+        mechanisms=[DIRTY_FLUSH, X86_REMOTE, X86_RUN],
         histograms=BATCH_HISTOGRAMS),
     _readside("read-mlock", "the read side: mlock() and munlock() of 64 KB folios "
               "(each reads every PTE's contiguous block)", "contpte_early_exit",

@@ -181,7 +181,7 @@ VARIANTS = (
     Variant("lab-thp-off", "x86_64", "lab",
             ("CONFIG_TRANSPARENT_HUGEPAGE=n", "CONFIG_READ_ONLY_THP_FOR_FS=n",
              "CONFIG_THP_SWAP=n"), why="#ifdef CONFIG_TRANSPARENT_HUGEPAGE"),
-    Variant("lab-swap-off", "x86_64", "lab", ("CONFIG_SWAP=n", "CONFIG_THP_SWAP=n"),
+    Variant("lab-swap-off", "x86_64", "lab", ("CONFIG_SWAP=n", "CONFIG_THP_SWAP=n", "CONFIG_ZSWAP=n"),
             why="#ifdef CONFIG_SWAP"),
     Variant("lab-memcg-off", "x86_64", "lab", ("CONFIG_MEMCG=n",),
             why="#ifdef CONFIG_MEMCG"),
@@ -209,7 +209,7 @@ VARIANTS = (
             default=True, why="#ifdef CONFIG_ARM64_CONTPTE: the generic young "
             "batching instead of arm64's"),
     Variant("lab-modules", "arm64", "lab",
-            ("CONFIG_MODULES=y", "CONFIG_XEN=y", "CONFIG_XEN_PRIVCMD=m"),
+            ("CONFIG_MODULES=y", "CONFIG_XEN=y", "CONFIG_XENFS=n", "CONFIG_XEN_PRIVCMD=m"),
             why="the module symbol check on a real modules build: xen's privcmd.ko "
             "calls ptep_get(), whose contpte_early_exit branch needs two of the "
             "series' exports"),
