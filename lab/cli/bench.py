@@ -10,7 +10,12 @@ def add_parser(sub):
     sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on, stock")
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
     sp.add_argument("-w", "--workload", action="append", help="workload (repeatable)")
-    sp.add_argument("--quick", action="store_true", help="small scale, fewer repeats")
+    sp.add_argument("--quick", action="store_true",
+                    help="small scale, fewer repeats (for named workloads)")
+    sp.add_argument("--full", action="store_true",
+                    help="every workload at upstream's scale (several hours on 2 "
+                    "cores); without it and without -w, the main job: the headline "
+                    "workloads at the quick scale, 3 runs per mode")
     sp.add_argument("--repeats", type=options.at_least_one,
                     help="maximum repeats per measurement (1 or more)")
     sp.add_argument("--min-repeats", type=options.at_least_one,
@@ -61,9 +66,12 @@ def cmd_bench(args):
         here.bundle(Path(args.bundle), arches[0], args.workload, quick=args.quick,
                     reps=args.repeats or 3)
         return 0
+    if args.full and (args.workload or args.quick):
+        raise LabError("--full runs every workload at upstream's scale: not with -w "
+                       "or --quick")
     return bench.main(options.arches(args), workloads=args.workload, quick=args.quick,
                       repeats=args.repeats, min_repeats=args.min_repeats,
-                      use_cache=not args.no_cache)
+                      use_cache=not args.no_cache, full=args.full)
 
 
 def cmd_report(args):

@@ -36,7 +36,7 @@ from ..core.util import LabError, Timer, say, warn
 from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
-from ..outputs import manifest, report
+from ..outputs import headline, manifest, report
 from ..outputs.stats import instr_time, spread
 
 SPREAD_TARGET = 0.01
@@ -362,9 +362,36 @@ def stock_key(arch_name, kernel, plan_text, env, kwargs):
                           **dict(kwargs, arch=arch_name, env=env, bench=True))
 
 
+# The main job's runs per mode when no workload is named: the headline
+# workloads at the quick scale, each mode this many times (at least 3, so
+# that every figure has a spread).
+MAIN_REPEATS = 3
+
+
+def headline_set():
+    """{arch: {workload names}} of the figures the README's headline tables
+    take (docs/results/headline.toml): what a plain 'lab bench' runs."""
+    _, figures = headline.declared(config.REPO / "docs" / "results")
+    per = {}
+    for f in figures:
+        per.setdefault(f.arch, set()).add(f.workload)
+    return per
+
+
 def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
-         use_cache=True):
+         use_cache=True, full=False):
+    """The bench of arches: the named workloads (at upstream's scale unless
+    quick); with none named, every workload at upstream's scale (full), or
+    the headline set at the quick scale, each mode MAIN_REPEATS times (the
+    main job)."""
     t = Timer()
+    only_on = None
+    if not workloads and not full:
+        only_on = headline_set()
+        workloads = sorted(set().union(*(only_on.get(a, set()) for a in arches)))
+        quick = True
+        min_repeats = min_repeats or MAIN_REPEATS
+        repeats = repeats or max(MAIN_REPEATS, min_repeats)
     chosen = named(workloads or default_names())
     nowhere = [w.name for w in chosen if not any(w.runs_on(a) for a in arches)]
     if nowhere and workloads:
@@ -394,7 +421,9 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
 
     def one(arch_name):
         try:
-            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache)
+            here = chosen if only_on is None else \
+                [w for w in chosen if w.name in only_on.get(arch_name, ())]
+            bench_arch(arch_name, here, first, cap, quick, outdir, sink, use_cache)
         except Exception as e:  # noqa: BLE001 - reported below, exit 1
             errors[arch_name] = e
             warn(f"{arch_name}: bench stopped: {e}")
