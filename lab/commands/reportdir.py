@@ -17,7 +17,7 @@ from ..core.util import LabError, say, warn
 from ..guest import workloads
 from ..outputs import headline
 from ..outputs import history as history_md
-from ..outputs import manifest, report, testsummary
+from ..outputs import manifest, report, testsummary, workloadsdoc
 from . import here
 from .bench import in_series
 
@@ -76,6 +76,7 @@ def history():
     readme = config.REPO / "README.md"
     readme.write_text(headline.replace_block(readme.read_text(),
                                              headline.readme_block(results)))
+    workloadsdoc.DOC.write_text(workloadsdoc.updated(workloadsdoc.DOC.read_text()))
     say(f"wrote {out} and the headline tables of {readme}")
 
 
