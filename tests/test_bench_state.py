@@ -682,3 +682,43 @@ def test_a_bench_boot_with_a_non_zero_lab_exit_fails(tmp_path, monkeypatch):
     assert bench.verdict([boot]) == 1
     kept, boot = boot_once(monkeypatch, tmp_path, lines)
     assert bench.verdict([boot]) == 0
+
+
+# The main job: a plain 'lab bench' runs the headline workloads of each
+# arch (headline.toml) at the quick scale, 3 runs per mode; --full every
+# workload that is not retired, at upstream's scale.
+def _chosen(monkeypatch, tmp_path, arches, **kw):
+    no_host_work(monkeypatch, tmp_path)
+    seen = {}
+
+    def bench_arch(arch_name, chosen, first, cap, quick, *a, **k):
+        seen[arch_name] = ([w.name for w in chosen], first, cap, quick)
+    monkeypatch.setattr(bench, "bench_arch", bench_arch)
+    monkeypatch.setattr(bench.report, "write", lambda *a, **k: tmp_path / "report.md")
+    monkeypatch.setattr(bench, "verdict", lambda boots: 0)
+    bench.main(arches, **kw)
+    return seen
+
+
+def test_the_main_job_runs_the_headline_set_of_each_arch_quick_three_times(
+        tmp_path, monkeypatch):
+    want = bench.headline_set()
+    seen = _chosen(monkeypatch, tmp_path, ["x86_64", "arm64"])
+    for arch in ("x86_64", "arm64"):
+        names, first, cap, quick = seen[arch]
+        assert set(names) == want[arch] and quick and first == cap == 3
+    assert "read-mincore" in seen["arm64"][0] and "read-mincore" not in seen["x86_64"][0]
+
+
+def test_full_runs_every_workload_not_retired_at_upstreams_scale(tmp_path, monkeypatch):
+    seen = _chosen(monkeypatch, tmp_path, ["x86_64"], full=True)
+    names, first, cap, quick = seen["x86_64"]
+    on_x86 = {n for n in bench.default_names() if bench.BY_NAME[n].runs_on("x86_64")}
+    assert set(names) == on_x86 and not quick and (first, cap) == (3, 7)
+    assert "dirty-reclaim-8cpu" not in names        # retired
+
+
+def test_full_with_named_workloads_is_a_usage_error(capsys):
+    from lab import cli
+    assert cli.main(["bench", "--full", "-w", "mremap-4k"]) == 2
+    assert "--full runs every workload" in capsys.readouterr().err

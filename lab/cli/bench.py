@@ -67,8 +67,10 @@ def cmd_bench(args):
                     reps=args.repeats or 3)
         return 0
     if args.full and (args.workload or args.quick):
-        raise LabError("--full runs every workload at upstream's scale: not with -w "
-                       "or --quick")
+        import sys
+        print("lab bench: error: --full runs every workload at upstream's scale: "
+              "not with -w or --quick", file=sys.stderr)
+        return 2        # a usage error, as argparse's own
     return bench.main(options.arches(args), workloads=args.workload, quick=args.quick,
                       repeats=args.repeats, min_repeats=args.min_repeats,
                       use_cache=not args.no_cache, full=args.full)
