@@ -402,6 +402,9 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     cap = max(repeats or (3 if quick else 7), first)
     first = min(first, cap)
     deps.check()
+    # compiler runs ccache did not answer: 0 on a warm run, the whole of
+    # four kernels on a cold one (the manifest's "compiled")
+    misses0 = build.ccache_misses()
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
@@ -451,7 +454,11 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     status = verdict(boots)
     if interrupted or errors:
         status = 1
-    manifest.write(outdir, dict(info, kernels=kernel_configs(arches)), status)
+    manifest.write(outdir, dict(info, kernels=kernel_configs(arches),
+                                elapsed_s=int(time.monotonic() - t.t0),
+                                job="main" if only_on is not None else
+                                ("full" if full else "named"),
+                                compiled=build.ccache_misses() - misses0), status)
     say(f"{outdir / manifest.NAME}: exit status {status}, sha256 of runs.json and "
         "boots.json")
     return status

@@ -124,6 +124,20 @@ def code_hash(paths):
     return h.hexdigest()[:16]
 
 
+def ccache_misses():
+    """ccache's count of compilations it could not answer from its cache
+    (cache_miss of --print-stats), 0 without ccache."""
+    try:
+        p = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True)
+    except OSError:
+        return 0
+    for line in p.stdout.splitlines():
+        key, _, value = line.partition("\t")
+        if key == "cache_miss" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
 def make_cmd(a, src, out, flavour, jobs=None):
     cc = f"{a.cross}gcc"
     cmd = ["make", "-C", str(src), f"O={out}", f"ARCH={a.karch}",
