@@ -17,7 +17,7 @@ from ..core.util import LabError, say, warn
 from ..guest import workloads
 from ..outputs import headline
 from ..outputs import history as history_md
-from ..outputs import manifest, report, testsummary, workloadsdoc
+from ..outputs import jobtime, manifest, report, testsummary, workloadsdoc
 from . import here
 from .bench import in_series
 
@@ -76,6 +76,7 @@ def history():
     readme = config.REPO / "README.md"
     readme.write_text(headline.replace_block(readme.read_text(),
                                              headline.readme_block(results)))
+    readme.write_text(jobtime.replace_block(readme.read_text(), jobtime.readme_block(results)))
     workloadsdoc.DOC.write_text(workloadsdoc.updated(workloadsdoc.DOC.read_text()))
     say(f"wrote {out} and the headline tables of {readme}")
 
@@ -123,7 +124,8 @@ def tests(rows_file=None):
     if refused:
         raise LabError(f"{rows_file}: {refused}")
     when = time.strftime("%Y-%m-%d", time.localtime(rows_file.stat().st_mtime))
-    s = testsummary.summarize(rows, meta["commit"], when, meta["time"])
+    s = testsummary.summarize(rows, meta["commit"], when, meta["time"],
+                              meta.get("compiled"))
     out = config.REPO / "docs" / "results" / "test-summary.json"
     out.write_text(json.dumps(s, indent=1) + "\n")
     readme = config.REPO / "README.md"

@@ -6,7 +6,7 @@ import time
 from collections import Counter
 
 from . import config
-from .util import Timer, say
+from .util import Timer, ccache_misses, say
 
 
 # The rows listed but not counted, and what the summary calls them.
@@ -63,6 +63,9 @@ class Tally:
         # what the run tests is the tree it started from: commits made
         # while it runs are not in its builds and images
         self.commit = repo_commit()
+        # compilations ccache could not answer, since the run started
+        # (save(): 0 when every kernel came from the cache, warm)
+        self.misses0 = ccache_misses()
 
     def note(self, line):
         """Add a line to the summary (once), e.g. what a plan left out."""
@@ -98,7 +101,8 @@ class Tally:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps([{"status": s, "name": n, "detail": d}
                                    for s, n, d in self.rows], indent=1))
-        info = {"commit": self.commit, "time": str(self.timer), "exit": self.exit_status()}
+        info = {"commit": self.commit, "time": str(self.timer), "exit": self.exit_status(),
+                "compiled": ccache_misses() - self.misses0}
         if partial is not None:
             info.update(full=not partial, partial=list(partial))
         info_path(out).write_text(json.dumps(info) + "\n")

@@ -171,3 +171,17 @@ class Timer:
     def __str__(self):
         s = int(time.monotonic() - self.t0)
         return f"{s // 60}m{s % 60:02d}s"
+
+
+def ccache_misses():
+    """ccache's count of compilations it could not answer from its cache
+    (cache_miss of --print-stats), 0 without ccache."""
+    try:
+        p = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True)
+    except OSError:
+        return 0
+    for line in p.stdout.splitlines():
+        key, _, value = line.partition("\t")
+        if key == "cache_miss" and value.strip().isdigit():
+            return int(value)
+    return 0

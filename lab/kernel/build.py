@@ -19,7 +19,7 @@ import threading
 import time
 
 from ..core import config
-from ..core.util import LabError, Timer, run, say, spawn
+from ..core.util import LabError, Timer, ccache_misses, run, say, spawn  # noqa: F401
 
 BUILD_ENV = {
     # Reproducible strings: keep ccache hits for init/version.c across builds.
@@ -122,20 +122,6 @@ def code_hash(paths):
     for rel in paths:
         h.update(rel.encode() + b"\0" + (config.REPO / rel).read_bytes() + b"\0")
     return h.hexdigest()[:16]
-
-
-def ccache_misses():
-    """ccache's count of compilations it could not answer from its cache
-    (cache_miss of --print-stats), 0 without ccache."""
-    try:
-        p = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True)
-    except OSError:
-        return 0
-    for line in p.stdout.splitlines():
-        key, _, value = line.partition("\t")
-        if key == "cache_miss" and value.strip().isdigit():
-            return int(value)
-    return 0
 
 
 def make_cmd(a, src, out, flavour, jobs=None):

@@ -40,14 +40,14 @@ def refusal(info, rows):
     return None
 
 
-def summarize(rows, commit, when, took):
+def summarize(rows, commit, when, took, compiled=None):
     """The summary of a run's rows ([{"status", "name", "detail"}]): counts
     by status, skips by reason (a skip's message without the case it names
     in parentheses, tally.skip_reason()), the commit it ran, when and
     how long it took (strings)."""
     by = Counter(r["status"] for r in rows)
     reasons = Counter(skip_reason(r["detail"]) for r in rows if r["status"] == "skip")
-    return {"commit": commit, "when": when, "time": took,
+    return {"commit": commit, "when": when, "time": took, "compiled": compiled,
             "passed": by["pass"], "failed": by["fail"], "skipped": by["skip"],
             "not_counted": {s: by[s] for s in ("variant", "xfail", "stockfail", "flaky")
                             if by[s]},
@@ -60,10 +60,20 @@ def readme_block(s):
     return "\n".join([
         BEGIN,
         f"The newest stored full run (`lab test`, commit {s['commit']}, {s['when']}, "
-        f"{s['time']} on the project's machine): "
+        f"{s['time']} on the project's machine{warmth(s.get('compiled'))}): "
         f"**{s['passed']} passed, {s['failed']} failed**, {s['skipped']} skipped"
         + (f" ({reasons})" if reasons else "") + ".",
         END])
+
+
+def warmth(compiled):
+    """', warm' or ', cold (N compilations)' of a run's count of compilations
+    ccache could not answer; '' when the run did not record it."""
+    if compiled is None:
+        return ""
+    if compiled == 0:
+        return ", warm: every compilation from ccache"
+    return f", {compiled:,} compilations ccache could not answer"
 
 
 def replace_block(text, block):
