@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # foliobatch lab: the load of 'lab harden' (lab/commands/harden.py reads its output).
 #
 #   /lab/harden.sh SECONDS ROUND_SECONDS

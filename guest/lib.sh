@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # foliobatch lab: shell helpers for plans (sourced by /lab/plan.sh).
 #
 # Output is KTAP: the plan prints "KTAP version 1" and "1..N"; each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """foliobatch lab: build, boot and test the foliobatch series on Linux 6.12.
 
 Packages by role, each importing only those before it (and its own):

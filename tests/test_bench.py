@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of the bench plan, run parsing and report."""
 
 import dataclasses

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests: a bench mode is the state the guest read back, not a
 label; bench consoles are scanned for kernel reports; the report lists what
 it left out and computes the rates the README quotes."""

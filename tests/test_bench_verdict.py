@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests: 'lab bench' ends green only when every planned run of every
 mode arrived with exit 0 and its switches read back what its mode set.
 Each kind of failed run is planted in a synthetic console; the command

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The expected switch values the lab passes to the boot-parameter test
 (LAB_EXPECT_SWITCHES, checked by guest/tests/switches.c boot_values)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of build.build_ahead(): kernels built in a background
 thread, in order, and handed to build() with their image or their error."""
 

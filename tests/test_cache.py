@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of the stock-boot cache: its key, its entries, and how
 'lab test' reuses a stored stock boot."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of 'lab check' without a kernel build: warning parsing and
 normalisation, the .o.cmd dependency scan and the make goals, configs, the
 stored verdicts, the variant table and the command line."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests: bad input gets one clear error before any work, a usage
 error and a lab error exit with different codes, and the lab says what it
 has (--list) and what it is (--version)."""

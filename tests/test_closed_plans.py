@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Test plans are closed: every test name of the lab's tables (suites.py)
 and skip declarations (skips.tsv) is a test its program lists, and a
 program a boot runs that reports no test fails.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests of the series' commit references (lab/kernel/commitrefs.py):
 an upstream commit a message names must be in docs/upstream/commits.txt
 with its upstream subject, since checkpatch cannot look it up in 6.12."""

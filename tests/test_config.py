@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of config fragment handling, plans and cpio lists."""
 
 import re

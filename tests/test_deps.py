@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of lab/core/deps.py: every program the lab runs has a package.
 
 The lab runs host programs through util.run()/util.out() and subprocess.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of build.each_commit(): every commit builds in the config
 the fragments make now, not in one left from earlier fragments, and with
 the tools and the lab code of now, not with those of an earlier run."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of 'lab export --debian': the options found in the
 patches, the queue's layout and the lines for Debian's files.  The quilt
 run against the real source is the row export/debian-quilt of 'lab test'."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The README's test summary comes from a full run that passed only: 'lab
 test' records its exit status and what it left out beside its rows, and
 'lab report --tests' refuses a partial or failed run, saying why, with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of 'lab harden': the load's output and its verdicts."""
 
 from lab.commands import harden

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of the bench on a machine of its own: the bundle's plan,
 run-here.sh against a fake /sys and /proc (LAB_HERE_ROOT), and the report
 of what it writes."""

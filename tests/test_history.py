@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """docs/results.md is generated: each stored measurement's tables come
 from its runs.json, so a figure typed or edited by hand, or a stored run
 changed without making the page again, fails here."""

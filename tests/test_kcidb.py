@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of 'lab test --kcidb': the document made from result
 rows is valid KCIDB I/O according to kcidb-io (installed by 'lab deps
 --install' into work/pylib), and says what the rows say."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of how upstream failures are judged: only this run's stock
 boot failing the same case with the same failure lines excuses a patched
 failure (no list of failures stock was once seen to show); uffd-unit-tests

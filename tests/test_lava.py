@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of 'lab lava': the jobs are valid for LAVA's own job
 schema (Debian's lava-common) and read the plan's KTAP lines."""
 

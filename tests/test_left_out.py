@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """What the plans leave out (suites.ARCH_LEFT_OUT, BOOT_LEFT_OUT): each name
 is a test of its program, the plans pass it to -T, and the summary says so."""
 

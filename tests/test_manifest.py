@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests: a bench directory records how its runs were made
 (manifest.json), and 'lab report DIR' and 'lab report --history' refuse
 one whose bench failed or did not end, whose runs.json (or boots.json) no

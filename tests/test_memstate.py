@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The leak check of a test boot (lab/guest/memstate.py): what a program
 leaves behind, judged against the same program on stock."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests of lab/kernel/modsyms.py and of the module-symbol check of a
 'lab check' leaf, on what a build of the modules leaves behind, made up
 here: Module.symvers in modpost's format, modules.order, and module

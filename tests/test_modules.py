@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of the lab's module structure: each module imports on its
 own, the lab's imports have no cycle and follow the layers of its
 packages, and 'lab test' and 'lab harden' do not import each other (what

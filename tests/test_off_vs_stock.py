@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests: the check of switch off against stock hides no difference.
 
 DIFFERS when the ranges (min..max) of the two kernels' runs do not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of lab/commands/profile.py: block counts -> functions -> diff."""
 
 from lab.commands import profile

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The README's test counts are made from the stored summary of a run
 (docs/results/test-summary.json, 'lab report --tests'), never typed."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The README's result tables are made from stored runs
 (docs/results/headline.toml, 'lab report --history'), never typed, and
 the README states no measured change or time outside the blocks the lab

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The bench report as a user sees it: report.html opened in headless
 Chromium, its screenshot read back pixel by pixel.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of the KTAP parser and the console scan."""
 import pytest
 

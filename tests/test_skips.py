@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests: every SKIP of a test boot is accounted for, by a
 declaration in lab/guest/skips.tsv or as a fixture variant that the other
 kernel's boot ran; anything else fails."""

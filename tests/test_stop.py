@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host tests: a lab stopped by SIGTERM or Ctrl-C leaves none of its
 children running and starts no new one (QEMU boots and builds run in
 threads, where no KeyboardInterrupt reaches them), and says so with exit

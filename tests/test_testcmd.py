@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of how 'lab test' runs its arches: side by side with
 --jobs 2, one after the other with --jobs 1, a lab error as a row."""
 

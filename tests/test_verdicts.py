@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Host unit tests of the verdict path of 'lab test' (console -> rows ->
 exit status): each is a way a real failure could end as "0 failed", with a
 failure injected where it would hide."""

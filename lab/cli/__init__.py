@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab: the foliobatch lab's command line.
 
   lab deps [--install]        check/install host dependencies

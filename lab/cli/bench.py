@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab bench, lab report: the bench (or a bundle of it for a machine of its
 own), and the report of a bench directory again."""
 

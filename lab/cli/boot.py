@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab boot: boot a built kernel and run a command in the guest."""
 
 from ..core.util import LabError, say

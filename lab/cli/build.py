@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab build, lab kernel: build kernels, and print the path of a built one."""
 
 from ..core.util import LabError

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab check: build the series in more configs and arches."""
 
 from ..core.util import LabError

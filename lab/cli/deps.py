@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab deps: check or, with --install, install the host's dependencies."""
 
 

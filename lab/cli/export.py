@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab export: the series as a quilt queue for Debian's linux package."""
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab fresh: run .ci/run in a clean Debian 12 root."""
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab harden: debug kernels under stress-ng, trinity and switch flips."""
 
 from ..core import config

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab image: build the guest initramfs."""
 
 from ..core import config

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab lava: LAVA jobs for the test plan, or the qemu job run here."""
 
 from ..core.util import LabError

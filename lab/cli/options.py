@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Options: the arguments several commands take, and their checks."""
 
 import argparse

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab profile: instructions per kernel function of one bench workload."""
 
 from ..core import config

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab source: fetch the pinned source, apply, export and check the series."""
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """lab test: the host and guest test suites, with the short form of 'lab
 harden' and the CI leaves of 'lab check'."""
 

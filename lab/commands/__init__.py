@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Commands: the logic of each lab command that does more than one call.
 
 test ('lab test'), harden, bench, here ('lab bench --bundle'), reportdir

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Bench: each seed's workload with its switch off and on, and on stock.
 
 One boot of the patched kernel per arch runs every workload in every mode

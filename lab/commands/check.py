@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The 'lab check' command: run the selected leaves of kernel/check.py (or
 print their stored verdicts), add each to a tally, and summarise; and the
 CI form that 'lab test' runs.  What a leaf builds and how its warnings are

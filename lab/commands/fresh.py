@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Fresh: run .ci/run in a clean Debian 12 root, as on a new machine.
 
 A CI run on a developer's machine sees every package that was ever

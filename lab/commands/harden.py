@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Harden: the whole series under abuse, on the debug variant.
 
 For each arch, on the patched kernel of a variant (debug by default:

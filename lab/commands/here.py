@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Here: the bench on a machine of its own, outside the lab's guests.
 
 'lab bench --bundle DIR' writes what a machine booted with a foliobatch

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Lavarun: run the lab's LAVA qemu job here, with Debian's lava-dispatcher.
 
 'lab lava --run -a ARCH [-f FLAVOUR] [--only PROGRAMS]' checks a LAVA job

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Profile: where two kernels' instructions differ, function by function.
 
 'lab bench' says how much instruction-time a workload takes; this says

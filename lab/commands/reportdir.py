@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Reportdir: 'lab report DIR', the report of a bench directory again.
 
 DIR is a directory 'lab bench' wrote (runs.json, and boots.json for the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The test command: host unit tests, then the guest suites on each arch.
 
 For every arch: build the stock and patched kernels, build the guest image,

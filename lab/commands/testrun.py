@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """The 'lab test' command as a whole: the host and guest suites (test.py),
 the export row, the CI leaves of 'lab check' beside the short form of
 'lab harden' (harden.py), and the summary.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Core: the bottom layer, which every other package of the lab may import.
 
 config (pins, paths, per-arch facts), util (running commands, messages),

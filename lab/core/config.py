@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Pins, paths and per-architecture facts.  Everything else reads from here."""
 
 import os

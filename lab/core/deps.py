@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Deps: check (and with --install, install) what the lab needs on the host.
 
 The rule: every program the lab runs on the host, and every program the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Tally: the result rows of 'lab test' and 'lab harden', and their summary."""
 
 import json

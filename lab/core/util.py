@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Small helpers shared by the lab modules: running commands and messages."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Guest: running kernels under QEMU with a plan, and reading what they print.
 
 image (the initramfs), run (one QEMU boot), suites (the test plans),

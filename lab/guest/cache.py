@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Cache: a stored test boot, reused while nothing it depends on changed.
 
 'lab test' and 'lab bench' use it for the stock kernels, which stay the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Harness: the tests an own program lists, read from its C source.
 
 Every own test program (guest/tests/<program>.c) is built with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Image: the guest initramfs of one arch.
 
 Contents: busybox (Debian's busybox-static for the arch), /init,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Memstate: the memory a boot's programs leave behind, and what is a leak.
 
 guest/lib.sh's lab_memstate prints, after dropping the page cache and turning

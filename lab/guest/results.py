@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Results: parse the guest's KTAP and scan its console for kernel reports.
 
 A plan prints one KTAP result per program; each program's own output is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Run: boot one kernel under QEMU with a plan, save the console, return it.
 
 TCG by default (-M virt -cpu max on arm64, -M virt,mte=on for the debug

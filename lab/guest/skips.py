@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Skips: which SKIPs of a test boot are accounted for.
 
 A SKIP is accounted for when it is a fixture variant for the other kernel

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Suites: what runs in the guest, as plans (shell scripts using /lab/lib.sh).
 
 Own tests are every guest/tests/*.c program.  Upstream tests are the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Testboot: one boot of a built kernel with a test plan, and what fails it.
 
 Shared by 'lab test' (commands/test.py) and 'lab harden': the boot prints

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Verdicts: the rows of the leaves of a stock and a patched boot that ran
 the same plan.
 

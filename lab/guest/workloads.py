@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Workloads: what 'lab bench' runs in the guest, and the plan that runs it.
 
 Each Workload is one program of the bench (a seed's workload, or a variant

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Kernel: fetching, patching, building and checking kernels.
 
 source (the pinned source and the series), build (configs, kernel builds),

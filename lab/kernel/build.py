@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Build: configure and build one kernel out of tree, with ccache.
 
 One build directory per (arch, variant, flavour), a direct child of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Check: build the series in several configs and arches, as the kernel test
 robot (0-day) does, and report what breaks and which warnings are new.
 

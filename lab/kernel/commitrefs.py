@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Commit references in the series' messages, checked against upstream.
 
 checkpatch.pl checks that a message names a commit as

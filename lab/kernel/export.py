@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Export: the series as a quilt patch queue for Debian's linux package.
 
 'lab export --debian DIR' writes, for a maintainer of Debian's 'linux'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Module symbols: does every module of a built kernel find the symbols it
 needs exported, with the series as without it?
 

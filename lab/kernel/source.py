@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Source: fetch the pinned linux-source-6.12, make it a git tree, apply the series.
 
 Layout under WORK/src:

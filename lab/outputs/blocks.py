@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Blocks: the parts of README.md the lab makes, each between a BEGIN and an
 END marker line, replaced whole (testsummary.py, headline.py)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Headline: the README's result tables, computed from stored runs.
 
 docs/results/headline.toml declares which stored measurement (a directory

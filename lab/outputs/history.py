@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """History: docs/results.md, made from the stored runs of each measurement.
 
 A stored measurement is a directory of docs/results/ with a note.md (its

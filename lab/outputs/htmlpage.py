@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Htmlpage: the report's Markdown as one HTML page (the subset of
 Markdown report.md uses)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """KCIDB: a run's builds and tests in KCIDB I/O format.
 
 'lab test --kcidb FILE' (and 'lab harden --kcidb FILE') also writes the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """LAVA: job definitions that run the lab's test plan on a LAVA lab.
 
 'lab lava -a ARCH -f FLAVOUR --url URL --out DIR' writes, for a kernel the

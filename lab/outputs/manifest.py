@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Manifest: what a bench directory records of how its runs were made, and
 the checks that refuse a directory whose runs cannot be trusted.
 

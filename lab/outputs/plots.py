@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Plots: the PNG charts of a bench report (report.py): the switch on /
 off ratio of every workload, and a panel per workload with every mode
 against switch off.  label names the measured time (tables.py)."""

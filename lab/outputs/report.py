@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Report: a bench's report.md, report.html and PNG plots from its runs
 (the numbers in stats.py, the tables in tables.py, the plots in
 plots.py, the HTML in htmlpage.py)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Stats: the numbers of a bench's runs, for the report's tables and plots
 and for docs/results.md (history.py): each run's instruction-time, the
 runs grouped by arch, workload, kernel and mode, medians, spreads and

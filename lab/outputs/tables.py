@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Tables: the Markdown of a bench report (report.py) and of docs/results.md
 (history.py): per arch, each workload's metrics by kernel and mode with
 the change against switch off, the switch-off-against-stock check, the

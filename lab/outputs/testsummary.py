@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """Testsummary: the counts of a stored 'lab test' run, and the README's
 sentence made from them.
 
