@@ -35,11 +35,14 @@ def test_every_option_the_series_adds_has_debian_config_lines():
     assert set(added) <= set(export.DEBIAN_CONFIG)
 
 
+OWN = "Subject: [PATCH] x\n\nWhy.\n\nUpstream: none (the lab's own)\n---\n"
+
+
 @pytest.fixture
 def series(tmp_path, monkeypatch):
     patches = tmp_path / "patches"
     patches.mkdir()
-    for name, text in (("0001-a.patch", "a\n"), ("0002-b.patch", KCONFIG_PATCH)):
+    for name, text in (("0001-a.patch", OWN + "a\n"), ("0002-b.patch", OWN + KCONFIG_PATCH)):
         (patches / name).write_text(text)
     (patches / "series").write_text("0001-a.patch\n0002-b.patch\n")
     monkeypatch.setattr(config, "PATCHES", patches)
@@ -54,7 +57,9 @@ def test_write_lays_out_the_queue(series, tmp_path, monkeypatch):
     written = export.write(dest)
     queue = dest / "debian/patches/features/all/foliobatch"
     assert [p.name for p in written] == ["0001-a.patch", "0002-b.patch"]
-    assert (queue / "0002-b.patch").read_text() == KCONFIG_PATCH
+    assert (queue / "0002-b.patch").read_text() == \
+        "Subject: [PATCH] x\nOrigin: vendor, foliobatch\nForwarded: no (the lab's own)" \
+        "\n\nWhy.\n\nUpstream: none (the lab's own)\n---\n" + KCONFIG_PATCH
     assert (dest / "series-lines").read_text() == \
         "features/all/foliobatch/0001-a.patch\nfeatures/all/foliobatch/0002-b.patch\n"
     lines = (dest / "config-lines").read_text().splitlines()

@@ -275,9 +275,9 @@ ARCH_LEFT_OUT = {
         "mprotect_batch": [(("soft_dirty",), "arm64 has no soft-dirty PTE bit in 6.12",
                             "* has no soft-dirty bit in 6.12"),
                            (("key_on_every_pte",),
-                            "arm64's protection keys (CONFIG_ARM64_POE, 6.12) need "
-                            "FEAT_S1POE, which QEMU 7.2's -cpu max does not have, and "
-                            "the lab's arm64 kernels do not build them",
+                            "arm64's protection keys (CONFIG_ARM64_POE, 6.12, built "
+                            "here as in Debian's config) need FEAT_S1POE, which QEMU "
+                            "7.2's -cpu max does not have",
                             "pkey_alloc: *: no protection keys here")],
         "mremap_batch": [(("soft_dirty_survives",),
                           "arm64 has no soft-dirty PTE bit in 6.12",

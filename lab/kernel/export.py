@@ -5,8 +5,10 @@
 source package:
 
   DIR/debian/patches/features/all/foliobatch/NNNN-*.patch
-      the patches of patches/series, as they are (git format-patch files,
-      which quilt applies with -p1, Debian's default);
+      the patches of patches/series (git format-patch files, which quilt
+      applies with -p1, Debian's default), each with the DEP-3 fields of
+      its Upstream: lines (Origin, Author, Forwarded, Applied-Upstream:
+      provenance.py) added to its mail header;
   DIR/series-lines
       the lines to add to debian/patches/series, in order;
   DIR/config-lines
@@ -27,7 +29,7 @@ import shutil
 
 from ..core import config
 from ..core.util import LabError, out, run, say
-from . import source
+from . import provenance, source
 
 QUEUE = "features/all/foliobatch"
 
@@ -86,8 +88,11 @@ def write(dest):
         shutil.rmtree(queue)
     queue.mkdir(parents=True)
     written = []
+    bad = [line for f in files for line in provenance.problems(f.name, f.read_text())]
+    if bad:
+        raise LabError("patches without their provenance:\n  " + "\n  ".join(bad))
     for f in files:
-        shutil.copyfile(f, queue / f.name)
+        (queue / f.name).write_text(provenance.with_dep3(f.read_text()))
         written.append(queue / f.name)
     (dest / "series-lines").write_text("\n".join(series_lines(files)) + "\n")
     (dest / "config-lines").write_text(config_text())
