@@ -3,6 +3,8 @@
 
 checkpatch.pl checks that a message names a commit as
 'commit <12+ hex> ("<subject>")' or 'Fixes: <12+ hex> ("<subject>")'
+(and the lab its provenance lines, 'Upstream: <12 hex> ("<subject>")',
+lab/kernel/provenance.py, the same way)
 (GIT_COMMIT_ID, BAD_FIXES_TAG), and then looks the commit up in the tree's
 history: the upstream commits a backport names (v6.17 and later) are not in
 6.12's, so it reports each as UNKNOWN_COMMIT_ID.  The series' checkpatch run
@@ -19,11 +21,11 @@ COMMITS = config.REPO / "docs" / "upstream" / "commits.txt"
 
 # The two forms checkpatch accepts, on a message with its line breaks made
 # spaces (a subject may wrap).
-_REF = re.compile(r'\b(?:commit|Fixes:)\s+([0-9a-f]{12,40})\s+\("(.+?)"\)')
+_REF = re.compile(r'\b(?:commit|Fixes:|Upstream:)\s+([0-9a-f]{12,40})\s+\("(.+?)"\)')
 # Any id after "commit" or "Fixes:": checkpatch checks the form of a
 # reference (GIT_COMMIT_ID) only when it finds the id, so a reference to an
 # upstream commit in another form is this module's to catch.
-_ANY_REF = re.compile(r'\b(?:[Cc]ommit|Fixes:)\s+([0-9a-fA-F]{7,40})\b')
+_ANY_REF = re.compile(r'\b(?:[Cc]ommit|Fixes:|Upstream:)\s+([0-9a-fA-F]{7,40})\b')
 
 
 def known(path=COMMITS):

@@ -10,11 +10,12 @@ import hashlib
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from ..core import config
 from ..core.util import LabError, out, run, say, warn
-from . import commitrefs
+from . import commitrefs, provenance
 
 BASE_TAG = "base"
 EXCLUDES = ["/out-*/", "/.lab-*"]
@@ -235,6 +236,15 @@ def _in_history(patched, cid):
                check=False, capture=True, quiet=True).returncode == 0
 
 
+def without_provenance(mail):
+    """A format-patch mail less the Upstream: lines of its message, which
+    checkpatch does not know as a tag (a long line, an unknown link
+    reference); provenance.py and commitrefs check those lines instead."""
+    head, sep, rest = mail.partition("\n---\n")
+    head = "\n".join(l for l in head.split("\n") if not l.startswith("Upstream: "))
+    return head + sep + rest
+
+
 def checkpatch():
     """checkpatch.pl --strict on every commit of the series; 0 when all clean.
 
@@ -249,13 +259,15 @@ def checkpatch():
     env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
     for c in commits:
         subject = out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
-        p = run([str(patched / "scripts/checkpatch.pl"), "--strict",
-                 "--ignore", "UNKNOWN_COMMIT_ID", "-g", c],
-                cwd=patched, env=env,
-                check=False, capture=True, quiet=True)
+        mail = out(["git", "-C", str(patched), "format-patch", "-1", "--stdout", c])
+        p = subprocess.run([str(patched / "scripts/checkpatch.pl"), "--strict",
+                            "--ignore", "UNKNOWN_COMMIT_ID", "-"],
+                           input=without_provenance(mail), cwd=patched, env=env,
+                           capture_output=True, text=True)
         message = out(["git", "-C", str(patched), "log", "-1", "--format=%B", c])
         refs = commitrefs.problems(message, table,
                                    lambda cid: _in_history(patched, cid))
+        refs += provenance.problems(subject, mail)
         clean = p.returncode == 0 and not refs
         bad += not clean
         say(f"checkpatch {'clean' if clean else 'NOT clean'}: {subject}")
