@@ -16,7 +16,8 @@ def add_parser(sub):
     sp.add_argument("--full", action="store_true",
                     help="every workload at upstream's scale (several hours on 2 "
                     "cores); without it and without -w, the main job: the headline "
-                    "workloads at the quick scale, 3 runs per mode")
+                    "table's workloads (not its controls) at the quick scale, 3 runs "
+                    "per mode")
     sp.add_argument("--repeats", type=options.at_least_one,
                     help="maximum repeats per measurement (1 or more)")
     sp.add_argument("--min-repeats", type=options.at_least_one,

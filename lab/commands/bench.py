@@ -370,12 +370,15 @@ MAIN_REPEATS = 3
 
 
 def headline_set():
-    """{arch: {workload names}} of the figures the README's headline tables
-    take (docs/results/headline.toml): what a plain 'lab bench' runs."""
+    """{arch: {workload names}} of the figures of the README's headline
+    table (docs/results/headline.toml) that the main job measures: not the
+    controls, nor a figure marked main = false (a workload with boots of
+    its own, measured with -w).  What a plain 'lab bench' runs."""
     _, figures = headline.declared(config.REPO / "docs" / "results")
     per = {}
     for f in figures:
-        per.setdefault(f.arch, set()).add(f.workload)
+        if f.main and not f.control:
+            per.setdefault(f.arch, set()).add(f.workload)
     return per
 
 

@@ -40,6 +40,7 @@ class Figure:
     label: str = ""
     mode: str = "on"
     control: bool = False
+    main: bool = True
 
 
 SERIES_KEYS = {"name", "switch", "upstream", "figure"}
