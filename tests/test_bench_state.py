@@ -723,3 +723,22 @@ def test_full_with_named_workloads_is_a_usage_error(capsys):
     from lab import cli
     assert cli.main(["bench", "--full", "-w", "mremap-4k"]) == 2
     assert "--full runs every workload" in capsys.readouterr().err
+
+
+def test_the_main_jobs_report_expects_a_workload_only_where_it_was_planned(
+        tmp_path, monkeypatch):
+    """mprotect-midfolio is a headline row of arm64 only: the report must
+    not list it as planned and missing on x86_64 (it was, before)."""
+    no_host_work(monkeypatch, tmp_path)
+    monkeypatch.setattr(bench, "bench_arch", lambda *a, **k: None)
+    monkeypatch.setattr(bench, "verdict", lambda boots: 0)
+    seen = {}
+
+    def write(outdir, runs, ws, arches, *a, **k):
+        seen.update({w.name: w for w in ws})
+        return tmp_path / "report.md"
+    monkeypatch.setattr(bench.report, "write", write)
+    bench.main(["x86_64", "arm64"])
+    assert seen["mprotect-midfolio"].runs_on("arm64")
+    assert not seen["mprotect-midfolio"].runs_on("x86_64")
+    assert seen["mremap-64k"].runs_on("x86_64") and seen["mremap-64k"].runs_on("arm64")
