@@ -119,3 +119,19 @@ def test_the_block_is_replaced_whole():
     assert headline.replace_block(text, "new") == "a\nnew\nb"
     with pytest.raises(ValueError, match="headline"):
         headline.replace_block("no markers", "x")
+
+
+def test_every_headline_figure_measures_the_current_series():
+    """The README's tables take only measurements whose manifest records
+    the patches tree of this commit (git rev-parse HEAD:patches): a change
+    to patches/ means measuring again."""
+    from lab.core.tally import patches_tree
+    assert headline.not_current(RESULTS, patches_tree()) == {}
+
+
+def test_a_figure_of_another_series_is_found(tmp_path):
+    d, name = _copy(tmp_path, FIG)
+    m = d / name / "manifest.json"
+    if m.exists():
+        m.unlink()
+    assert headline.not_current(d, "0" * 40) == {name: "no manifest"}

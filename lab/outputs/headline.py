@@ -260,3 +260,18 @@ def replace_block(text, block):
     """text with its headline block replaced by block (ValueError if it has
     none)."""
     return blocks.replace(text, BEGIN, END, block, "headline")
+
+
+def not_current(results_dir, tree):
+    """{directory: its manifest's patches_tree (or 'no manifest')} of the
+    measurements headline.toml takes figures from whose series is not the
+    patches tree @tree (git rev-parse HEAD:patches): the README's tables
+    take only measurements of the current series."""
+    _, figures = declared(results_dir)
+    out = {}
+    for name in sorted({f.results for f in figures}):
+        m = manifest.read(Path(results_dir) / name)
+        got = (m or {}).get("patches_tree") or "no manifest"
+        if got != tree:
+            out[name] = got
+    return out
