@@ -20,7 +20,7 @@ import threading
 import time
 
 from ..core import config
-from ..core.util import LabError, Timer, ccache_misses, run, say, spawn  # noqa: F401
+from ..core.util import LabError, Timer, run, say, spawn
 
 BUILD_ENV = {
     # Reproducible strings: keep ccache hits for init/version.c across builds.
@@ -169,21 +169,23 @@ def merge_fragments(base, src, out, frags, env, log):
     run(base + ["olddefconfig"], env=env, log=log)
 
 
-def configure(arch_name, variant, flavour, log):
-    a = config.arch(arch_name)
+def write_config(arch_name, variant, flavour, out, log):
+    """Write out/.config of a lab kernel: tinyconfig, then the fragments
+    merged and checked (every line they set must hold)."""
     src = config.source_tree(flavour)
+    frags = fragments(arch_name, variant, flavour)
+    base = make_cmd(config.arch(arch_name), src, out, flavour)
+    env = dict(os.environ, **BUILD_ENV)
+    run(base + ["tinyconfig"], env=env, log=log)
+    merge_fragments(base, src, out, frags, env, log)
+    check_config(out / ".config", frags)
+
+
+def configure(arch_name, variant, flavour, log):
     out = config.build_dir(arch_name, variant, flavour)
     out.mkdir(parents=True, exist_ok=True)
-
-    def write():
-        frags = fragments(arch_name, variant, flavour)
-        base = make_cmd(a, src, out, flavour)
-        env = dict(os.environ, **BUILD_ENV)
-        run(base + ["tinyconfig"], env=env, log=log)
-        merge_fragments(base, src, out, frags, env, log)
-        check_config(out / ".config", frags)
-
-    stamped_config(out, config_hash(arch_name, variant, flavour), write)
+    stamped_config(out, config_hash(arch_name, variant, flavour),
+                   lambda: write_config(arch_name, variant, flavour, out, log))
     return out
 
 

@@ -25,12 +25,11 @@ is stale or a difference has no reason.
 """
 
 import fnmatch
-import os
 import re
 from pathlib import Path
 
 from ..core import config
-from ..core.util import LabError, run
+from ..core.util import LabError
 from . import build
 
 KCONFIG_FILES = {
@@ -74,37 +73,22 @@ def kconfig_options(src, files):
 def dotconfig_values(path):
     """{option: value} of a .config ("n" for 'is not set'), names without
     CONFIG_."""
-    values = {}
-    for line in Path(path).read_text().splitlines():
-        m = re.match(r"^CONFIG_(\w+)=(.*)$", line)
-        if m:
-            values[m.group(1)] = m.group(2)
-            continue
-        m = re.match(r"^# CONFIG_(\w+) is not set$", line)
-        if m:
-            values[m.group(1)] = "n"
-    return values
+    return {k.removeprefix("CONFIG_"): v for k, v in build.parse_fragment(Path(path)).items()}
 
 
 def lab_config(arch_name, flavour="patched"):
     """The .config of the lab's default kernel of arch_name (path), made by
     kconfig alone in WORK/kconfig-<arch>-<flavour> from the flavour's
-    source tree: what 'lab build' configures, without the build."""
-    a = config.arch(arch_name)
+    source tree: what 'lab build' configures (build.write_config()),
+    without the build."""
     src = config.source_tree(flavour)
     if not (src / "Makefile").exists():
         raise LabError(f"no source tree in {src}: run 'lab source apply'")
     out = config.WORK / f"kconfig-{arch_name}-{flavour}"
     out.mkdir(parents=True, exist_ok=True)
-    frags = build.fragments(arch_name, "default", flavour)
-    base = build.make_cmd(a, src, out, flavour, jobs=1)
-    base = [c for c in base if not c.startswith("CC=")]
     log = out / "kconfig.log"
     log.write_text("")
-    env = dict(os.environ, **build.BUILD_ENV)
-    run(base + ["tinyconfig"], env=env, log=log, quiet=True)
-    build.merge_fragments(base, src, out, frags, env, log)
-    build.check_config(out / ".config", frags)
+    build.write_config(arch_name, "default", flavour, out, log)
     return out / ".config"
 
 
