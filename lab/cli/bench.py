@@ -83,13 +83,7 @@ def cmd_report(args):
 
     from ..commands import reportdir
     if args.configs:
-        from ..kernel import distro
-        text, bad = distro.generate()
-        if bad:
-            raise LabError("configs/differences.tsv does not account for the "
-                           "configs:\n  " + "\n  ".join(bad))
-        distro.DOC.write_text(text)
-        print(f"lab: wrote {distro.DOC}")
+        reportdir.configs()
         return 0
     if args.tests:
         reportdir.tests(None if args.tests == "newest" else Path(args.tests))

@@ -34,7 +34,7 @@ import time
 
 from ..core import config, deps
 from ..core.tally import patches_tree, repo_commit
-from ..core.util import LabError, Timer, say, warn
+from ..core.util import LabError, Timer, ccache_misses, mmss, say, warn
 from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
@@ -235,12 +235,8 @@ def progress(done, planned, elapsed):
     """'3/8 runs, 2m10s, about 3m37s left' for a boot: what is left is
     estimated from the mean host time of the runs so far."""
     left = elapsed / done * (planned - done) if done else None
-    tail = f", about {_mmss(left)} left" if left is not None and done < planned else ""
-    return f"{done}/{planned} runs, {_mmss(elapsed)}{tail}"
-
-
-def _mmss(seconds):
-    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+    tail = f", about {mmss(left)} left" if left is not None and done < planned else ""
+    return f"{done}/{planned} runs, {mmss(elapsed)}{tail}"
 
 
 class Sink:
@@ -398,6 +394,13 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
         min_repeats = min_repeats or MAIN_REPEATS
         repeats = repeats or max(MAIN_REPEATS, min_repeats)
     chosen = named(workloads or default_names())
+    if only_on is not None:
+        # the main job plans a workload only on the arches whose headline
+        # rows name it: each arch's boots run it there, and the report
+        # expects runs there and nowhere else
+        chosen = [dataclasses.replace(w, arches=tuple(a for a in config.ARCHES
+                                                      if w.name in only_on.get(a, ())))
+                  for w in chosen]
     nowhere = [w.name for w in chosen if not any(w.runs_on(a) for a in arches)]
     if nowhere and workloads:
         raise LabError(f"{', '.join(nowhere)}: not a workload for "
@@ -409,7 +412,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     deps.check()
     # compiler runs ccache did not answer: 0 on a warm run, the whole of
     # four kernels on a cold one (the manifest's "compiled")
-    misses0 = build.ccache_misses()
+    misses0 = ccache_misses()
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
@@ -429,9 +432,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
 
     def one(arch_name):
         try:
-            here = chosen if only_on is None else \
-                [w for w in chosen if w.name in only_on.get(arch_name, ())]
-            bench_arch(arch_name, here, first, cap, quick, outdir, sink, use_cache)
+            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache)
         except Exception as e:  # noqa: BLE001 - reported below, exit 1
             errors[arch_name] = e
             warn(f"{arch_name}: bench stopped: {e}")
@@ -451,12 +452,6 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     with sink.lock:
         runs, boots = list(sink.runs), list(sink.boots)
         sink.save()
-    if only_on is not None:
-        # the main job plans a workload only on the arches whose headline
-        # rows name it: the report expects runs there and nowhere else
-        chosen = [dataclasses.replace(w, arches=tuple(a for a in config.ARCHES
-                                                      if w.name in only_on.get(a, ())))
-                  for w in chosen]
     page = report.write(outdir, runs, chosen, arches, in_series, boots,
                         provenance=PROVENANCE)
     say(f"bench done in {t}: {page}")
@@ -469,7 +464,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
                                 elapsed_s=int(time.monotonic() - t.t0),
                                 job="main" if only_on is not None else
                                 ("full" if full else "named"),
-                                compiled=build.ccache_misses() - misses0), status)
+                                compiled=ccache_misses() - misses0), status)
     say(f"{outdir / manifest.NAME}: exit status {status}, sha256 of runs.json and "
         "boots.json")
     return status

@@ -16,6 +16,7 @@ from ..core import config
 from ..core.tally import info_path
 from ..core.util import LabError, say, warn
 from ..guest import workloads
+from ..kernel import distro
 from ..outputs import headline
 from ..outputs import history as history_md
 from ..outputs import jobtime, manifest, report, testsummary, workloadsdoc
@@ -75,9 +76,8 @@ def history():
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
     readme = config.REPO / "README.md"
-    readme.write_text(headline.replace_block(readme.read_text(),
-                                             headline.readme_block(results)))
-    readme.write_text(jobtime.replace_block(readme.read_text(), jobtime.readme_block(results)))
+    text = headline.replace_block(readme.read_text(), headline.readme_block(results))
+    readme.write_text(jobtime.replace_block(text, jobtime.readme_block(results)))
     workloadsdoc.DOC.write_text(workloadsdoc.updated(workloadsdoc.DOC.read_text()))
     say(f"wrote {out} and the headline tables of {readme}")
 
@@ -134,3 +134,15 @@ def tests(rows_file=None):
                                                 testsummary.readme_block(s)))
     say(f"{out} and README.md from {rows_file}: {s['passed']} passed, "
         f"{s['failed']} failed, {s['skipped']} skipped")
+
+
+def configs():
+    """'lab report --configs': docs/configs.md from the pinned Debian configs
+    and the lab's fragments (kernel/distro.py); a LabError, writing nothing,
+    when configs/differences.tsv does not account for every difference."""
+    text, bad = distro.generate()
+    if bad:
+        raise LabError("configs/differences.tsv does not account for the "
+                       "configs:\n  " + "\n  ".join(bad))
+    distro.DOC.write_text(text)
+    say(f"wrote {distro.DOC}")

@@ -170,8 +170,13 @@ class Timer:
         self.t0 = time.monotonic()
 
     def __str__(self):
-        s = int(time.monotonic() - self.t0)
-        return f"{s // 60}m{s % 60:02d}s"
+        return mmss(time.monotonic() - self.t0)
+
+
+def mmss(seconds):
+    """A duration as the lab prints it: 3m07s."""
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s"
 
 
 def ccache_misses():

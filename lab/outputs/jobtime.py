@@ -7,14 +7,11 @@ job, elapsed_s and compiled, written by the bench), for the README
 import json
 from pathlib import Path
 
+from ..core.util import mmss
 from . import blocks, testsummary
 
 BEGIN = "<!-- bench-time: made by 'lab report --history' from docs/results/*/manifest.json; do not edit -->"
 END = "<!-- /bench-time -->"
-
-
-def _mmss(seconds):
-    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def stored(results_dir):
@@ -41,7 +38,7 @@ def sentence(job, entry):
     cmd = "lab bench" if job == "main" else "lab bench --full"
     arches = " and ".join(data.get("arches", []))
     return (f"`{cmd}` ({arches}, commit {data.get('lab_commit', '?')[:7]}, "
-            f"{written[:10]}): {_mmss(int(data['elapsed_s']))} on the project's machine"
+            f"{written[:10]}): {mmss(data['elapsed_s'])} on the project's machine"
             f"{testsummary.warmth(data.get('compiled'))} "
             f"([results/{name}](docs/results/{name}/report.md))")
 

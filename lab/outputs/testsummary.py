@@ -68,8 +68,9 @@ def readme_block(s):
 
 
 def warmth(compiled):
-    """', warm' or ', cold (N compilations)' of a run's count of compilations
-    ccache could not answer; '' when the run did not record it."""
+    """The README's words for a run's count of compilations ccache could
+    not answer: ', warm: ...' for none, ', N compilations ...' otherwise;
+    '' when the run did not record it."""
     if compiled is None:
         return ""
     if compiled == 0:
