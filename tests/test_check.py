@@ -15,7 +15,7 @@ from lab.core import config, deps
 from lab.core.tally import Tally
 from lab.core.util import LabError
 from lab.commands import check as ccheck
-from lab.kernel import build, check
+from lab.kernel import build, check, debian
 
 STOCK_LOG = """\
   CC      mm/rmap.o
@@ -415,7 +415,7 @@ def test_debian_config_downloads_and_unpacks_once(work, monkeypatch):
             (d / "config.arm64_none_arm64.xz").write_bytes(lzma.compress(b"CONFIG_ARM64=y\n"))
         return type("P", (), {"returncode": 0})()
 
-    monkeypatch.setattr(check, "run", run)
+    monkeypatch.setattr(debian, "run", run)
     path = check.debian_config(check.TARGETS["arm64"])
     assert path.read_text() == "CONFIG_ARM64=y\n"
     assert [c[0] for c in commands] == ["apt-get", "dpkg-deb"]

@@ -9,6 +9,7 @@ from ..core.tally import Tally
 from ..core.util import LabError
 from ..kernel import build, source
 from ..kernel import check as kcheck
+from . import debianboot
 
 
 def check(v, tally, full=False, use_cache=True, quick=False):
@@ -17,10 +18,15 @@ def check(v, tally, full=False, use_cache=True, quick=False):
     t = kcheck.TARGETS[v.arch]
     if v.base == "each-commit":
         stamp = config.source_tree("bisect") / f"out-{v.arch}-default" / kcheck.STAMP
+    elif v.base == "debian-boot":
+        stamp = config.build_dir(v.arch, config.DEBIAN_VARIANT, "patched") / \
+            f"{kcheck.STAMP}-{v.name}"
     else:
         stamp = kcheck.build_dir(v, "patched") / kcheck.STAMP
     try:
         inputs = kcheck.stamp_inputs(v, t, full, quick)
+        if v.base == "debian-boot":
+            inputs["boot"] = debianboot.stamp_inputs(v.arch)
         key = kcheck.stamp_key(inputs)
         hit = kcheck.load_stamp(stamp, key) if use_cache else None
         if hit:
@@ -34,6 +40,9 @@ def check(v, tally, full=False, use_cache=True, quick=False):
             result = kcheck.verdict("fail", "does not build at "
                                     + " ".join(c[:12] for c in failed)) \
                 if failed else kcheck.verdict("pass")
+        elif v.base == "debian-boot":
+            status, detail, error = debianboot.leaf(v.arch)
+            result = kcheck.verdict(status, detail, error)
         else:
             result = kcheck.build_variant(v, t, full, quick)
     except LabError as e:

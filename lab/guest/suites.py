@@ -228,7 +228,7 @@ def _lines(entries):
 # Timeouts above are for the default variant.  KASAN, lockdep and
 # PAGE_TABLE_CHECK make the debug variant several times slower under TCG
 # (split_huge_page_test took over 600 s on it), so its timeouts are scaled.
-TIMEOUT_SCALE = {"default": 1, "debug": 4, "nosplit": 4}
+TIMEOUT_SCALE = {"default": 1, "debug": 4, "nosplit": 4, "debian": 2}
 
 
 def _upstream_entry(prog, scale, extra=()):

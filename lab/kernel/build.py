@@ -7,7 +7,10 @@ configs/common.config, configs/<arch>.config and, for the debug variant,
 configs/debug.config and configs/<arch>-debug.config where there is one (the
 nosplit variant adds configs/nosplit.config to that); every option the
 fragments set is checked afterwards, a later fragment's value over an
-earlier one's.
+earlier one's.  The debian variant starts instead from Debian's own config
+and merges configs/debian-boot*.config (lab/kernel/debian.py); it builds
+the kernel image only, not the modules, and its build directory keeps the
+list of options that differ from Debian's (DEBIAN_CHANGES).
 """
 
 import hashlib
@@ -21,6 +24,7 @@ import time
 
 from ..core import config
 from ..core.util import LabError, Timer, run, say, spawn
+from . import debian
 
 BUILD_ENV = {
     # Reproducible strings: keep ccache hits for init/version.c across builds.
@@ -32,6 +36,11 @@ BUILD_ENV = {
 
 def fragments(arch_name, variant, flavour="stock"):
     """Config fragments of a build, in merge order."""
+    if variant == config.DEBIAN_VARIANT:
+        frags = debian.fragments(arch_name)
+        if flavour != "stock":
+            frags.append(config.CONFIGS / "patched.config")
+        return frags
     frags = [config.CONFIGS / "common.config", config.CONFIGS / f"{arch_name}.config"]
     if variant in config.DEBUG_VARIANTS:
         frags.append(config.CONFIGS / "debug.config")
@@ -93,6 +102,8 @@ def check_config(dotconfig, frags):
 
 def config_hash(arch_name, variant, flavour="stock"):
     h = hashlib.sha256()
+    if variant == config.DEBIAN_VARIANT:
+        h.update(debian.config_path(config.arch(arch_name).deb_arch).read_bytes())
     for f in fragments(arch_name, variant, flavour):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -169,16 +180,35 @@ def merge_fragments(base, src, out, frags, env, log):
     run(base + ["olddefconfig"], env=env, log=log)
 
 
+# In a debian variant's build directory: every option whose value differs
+# from Debian's config (debian.changes()).
+DEBIAN_CHANGES = "lab-debian-changes.txt"
+
+
 def write_config(arch_name, variant, flavour, out, log):
-    """Write out/.config of a lab kernel: tinyconfig, then the fragments
-    merged and checked (every line they set must hold)."""
+    """Write out/.config of a lab kernel: tinyconfig (the debian variant:
+    Debian's config), then the fragments merged and
+    checked (every line they set must hold)."""
     src = config.source_tree(flavour)
     frags = fragments(arch_name, variant, flavour)
-    base = make_cmd(config.arch(arch_name), src, out, flavour)
+    a = config.arch(arch_name)
+    base = make_cmd(a, src, out, flavour)
     env = dict(os.environ, **BUILD_ENV)
-    run(base + ["tinyconfig"], env=env, log=log)
+    if variant == config.DEBIAN_VARIANT:
+        deb_text = debian.config_path(a.deb_arch).read_text()
+        (out / ".config").write_text(deb_text)
+    else:
+        run(base + ["tinyconfig"], env=env, log=log)
     merge_fragments(base, src, out, frags, env, log)
     check_config(out / ".config", frags)
+    if variant == config.DEBIAN_VARIANT:
+        rows = debian.changes(deb_text, (out / ".config").read_text())
+        (out / DEBIAN_CHANGES).write_text(
+            f"# {arch_name}/{variant}/{flavour}: options whose value differs from "
+            f"Debian's {debian.config_path(a.deb_arch).name}\n# option Debian lab\n" +
+            "".join(f"{o} {d} {f}\n" for o, d, f in rows))
+        say(f"{arch_name}/{variant}/{flavour}: {len(rows)} options differ from "
+            f"Debian's config ({out / DEBIAN_CHANGES})")
 
 
 def configure(arch_name, variant, flavour, log):
@@ -274,6 +304,9 @@ def _build(arch_name, variant, flavour, jobs=None, nice=0):
     out = configure(arch_name, variant, flavour, log)
     env = dict(os.environ, **BUILD_ENV)
     cmd = make_cmd(a, src, out, flavour, jobs)
+    if variant == config.DEBIAN_VARIANT:
+        # the image only: Debian's modules are configured, not built
+        cmd.append(os.path.basename(a.image))
     if nice:
         cmd = ["nice", "-n", str(nice)] + cmd
     with open(log, "a") as f:

@@ -70,6 +70,13 @@ says so in its verdict: a config without modules, or a directory build
 Each-commit leaves run build.each_commit() (every commit of the series
 builds) for x86_64 and arm64.
 
+Boot leaves (base debian-boot, check/<arch>/debian-<deb arch>-boot) build
+both trees in build's debian variant, Debian's own config with the guest's
+drivers built in, and boot them with the own tests
+(lab/commands/debianboot.py, which also adds its own code, the guest's
+and QEMU's version to the stamp inputs).  They are in --all only: each
+builds two whole kernels of Debian's size.
+
 A plain 'lab check' runs three leaves (default=True), chosen for what no
 other build of the lab compiles at the lowest cost:
   riscv64/defconfig, mm/ and arch/riscv/mm/ only: the only build of riscv's
@@ -107,7 +114,6 @@ import dataclasses
 import fnmatch
 import hashlib
 import json
-import lzma
 import os
 import re
 import shutil
@@ -117,7 +123,7 @@ from pathlib import Path
 
 from ..core import config
 from ..core.util import LabError, out, run, say
-from . import build, modsyms, source
+from . import build, debian, modsyms, source
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,7 @@ class Variant:
         return f"check/{self.arch}/{self.name}"
 
 
-BASES = ("debian", "defconfig", "lab", "each-commit")
+BASES = ("debian", "defconfig", "lab", "each-commit", "debian-boot")
 
 # On top of Debian's config: no debug info (much of the build's time and
 # disk, and BTF would need pahole) and no module signing key.  Module
@@ -176,6 +182,10 @@ VARIANTS = (
             why="what distro users run"),
     Variant("debian-arm64", "arm64", "debian", DEBIAN_LINES, DEBIAN_DIRS,
             why="what distro users run"),
+    Variant("debian-amd64-boot", "x86_64", "debian-boot",
+            why="Debian's own config, booted: the own tests on stock and patched"),
+    Variant("debian-arm64-boot", "arm64", "debian-boot",
+            why="Debian's own config, booted: the own tests on stock and patched"),
     Variant("defconfig", "riscv64", "defconfig", (), ("mm/", "arch/{srcarch}/mm/"),
             default=True, ci=True, why="the series changes riscv's TLB batching: "
             "arch_tlbbatch_add_pending() takes a range"),
@@ -243,6 +253,11 @@ def describe(v):
     t = TARGETS[v.arch]
     if v.base == "each-commit":
         return "every commit of the series, lab config (lab build --each-commit)"
+    if v.base == "debian-boot":
+        return (f"Debian's config.{t.deb_arch}_none_{t.deb_arch} + "
+                "configs/debian-boot*.config (lab build -v debian: the image, not "
+                "the modules); each kernel boots the own tests (switches and every "
+                "series'), 0 kernel reports")
     base = {"debian": f"Debian's config.{t.deb_arch}_none_{t.deb_arch}",
             "defconfig": "defconfig", "lab": "lab config"}[v.base]
     text = " ".join([base] + [f"+ {line}" for line in v.lines])
@@ -370,32 +385,8 @@ def goals(v, t, build_out, full, c_files, headers, quick=False):
 # --- configs ---------------------------------------------------------------
 
 def debian_config(t):
-    """Debian's config for an arch, unpacked once from linux-config-6.12 of
-    the source's version into WORK/dl; returns its path."""
-    version = source.base_version()
-    if version == "unknown":
-        version = config.SOURCE_VERSION
-    dl = config.WORK / "dl"
-    name = f"config.{t.deb_arch}_none_{t.deb_arch}"
-    dest = dl / f"{config.CONFIG_PACKAGE}_{version}" / name
-    if dest.exists():
-        return dest
-    dl.mkdir(parents=True, exist_ok=True)
-    deb = dl / f"{config.CONFIG_PACKAGE}_{version.replace(':', '%3a')}_{t.deb_arch}.deb"
-    if not deb.exists():
-        run(["apt-get", "download", f"{config.CONFIG_PACKAGE}:{t.deb_arch}={version}"],
-            cwd=dl)
-    pkg = dl / "config-pkg"
-    if pkg.exists():
-        shutil.rmtree(pkg)
-    run(["dpkg-deb", "-x", str(deb), str(pkg)])
-    xz = pkg / "usr/src" / config.CONFIG_PACKAGE / f"{name}.xz"
-    if not xz.exists():
-        raise LabError(f"{deb.name} has no {xz.relative_to(pkg)}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(lzma.decompress(xz.read_bytes()))
-    shutil.rmtree(pkg)
-    return dest
+    """Debian's config for a target (debian.config_path())."""
+    return debian.config_path(t.deb_arch)
 
 
 def config_inputs(v, t, flavour):
@@ -814,7 +805,7 @@ def tools(v, t):
     """build.toolchain() of a leaf's arch, and sparse's version where the
     leaf runs sparse (every leaf but each-commit)."""
     found = build.toolchain(t.cross)
-    if v.base != "each-commit":
+    if v.base not in ("each-commit", "debian-boot"):
         found["sparse"] = build.tool_version("sparse")
     return found
 
@@ -827,6 +818,9 @@ def stamp_inputs(v, t, full, quick=False):
               "tools": tools(v, t), "code": build.code_hash(CHECK_CODE)}
     if v.base == "each-commit":
         inputs["config"] = build.config_hash(t.name, "default", "patched")
+    elif v.base == "debian-boot":
+        inputs["config"] = {f: build.config_hash(t.name, config.DEBIAN_VARIANT, f)
+                            for f in config.FLAVOURS}
     else:
         inputs["config"] = {f: stamp_key({"text": config_inputs(v, t, f)})
                             for f in config.FLAVOURS}
@@ -840,6 +834,9 @@ def stamp_inputs(v, t, full, quick=False):
 
 def needs(v, t):
     """Programs a leaf needs that are not on PATH."""
+    if v.base == "debian-boot":
+        progs = [f"{t.cross}gcc", config.arch(t.name).qemu]
+        return [p for p in progs if not shutil.which(p)]
     progs = [f"{t.cross}gcc"] + \
         ([f"{t.cross}nm", "sparse"] if v.base != "each-commit" else [])
     return [p for p in progs if not shutil.which(p)]

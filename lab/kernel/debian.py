@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Debian: the pinned Debian kernel configs, and the lab's bootable form
+of them.
+
+  config_path()  Debian's own config for an arch, unpacked once from
+                 linux-config-6.12 of the source's version into WORK/dl;
+  fragments()    what the 'debian' build variant merges on top of that
+                 config: configs/debian-boot.config (and
+                 configs/debian-boot-<arch>.config), the drivers the guest
+                 needs built in and the one option a test needs that
+                 Debian does not set;
+  changes()      every option whose value the variant's .config has
+                 otherwise than Debian's: what its build writes beside
+                 the .config and 'lab check' reports.
+
+The variant builds the kernel image only (make bzImage or Image): every
+built-in option is Debian's, and the modules, which a guest of the lab
+never loads, are configured as Debian's but not built.
+"""
+
+import lzma
+import re
+import shutil
+
+from ..core import config
+from ..core.util import LabError, run
+from . import source
+
+FRAGMENT = config.CONFIGS / "debian-boot.config"
+
+
+def config_path(deb_arch):
+    """Debian's config for a Debian architecture (amd64, arm64, riscv64),
+    unpacked once from linux-config-6.12 of the source's version into
+    WORK/dl; returns its path."""
+    version = source.base_version()
+    if version == "unknown":
+        version = config.SOURCE_VERSION
+    dl = config.WORK / "dl"
+    name = f"config.{deb_arch}_none_{deb_arch}"
+    dest = dl / f"{config.CONFIG_PACKAGE}_{version}" / name
+    if dest.exists():
+        return dest
+    dl.mkdir(parents=True, exist_ok=True)
+    deb = dl / f"{config.CONFIG_PACKAGE}_{version.replace(':', '%3a')}_{deb_arch}.deb"
+    if not deb.exists():
+        run(["apt-get", "download", f"{config.CONFIG_PACKAGE}:{deb_arch}={version}"],
+            cwd=dl)
+    pkg = dl / "config-pkg"
+    if pkg.exists():
+        shutil.rmtree(pkg)
+    run(["dpkg-deb", "-x", str(deb), str(pkg)])
+    xz = pkg / "usr/src" / config.CONFIG_PACKAGE / f"{name}.xz"
+    if not xz.exists():
+        raise LabError(f"{deb.name} has no {xz.relative_to(pkg)}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(lzma.decompress(xz.read_bytes()))
+    shutil.rmtree(pkg)
+    return dest
+
+
+def fragments(arch_name):
+    """The fragments the 'debian' variant merges on top of Debian's config
+    without its modules, in merge order."""
+    frags = [FRAGMENT]
+    arch_frag = config.CONFIGS / f"debian-boot-{arch_name}.config"
+    if arch_frag.exists():
+        frags.append(arch_frag)
+    return frags
+
+
+def _values(text):
+    have = {}
+    for line in text.splitlines():
+        m = re.match(r"(CONFIG_\w+)=(.*)$", line)
+        if m:
+            have[m.group(1)] = m.group(2)
+    return have
+
+
+def changes(debian_text, final_text):
+    """[(option, Debian's value, the final value)] of every option the
+    final .config sets otherwise than Debian's config, sorted; 'n' stands
+    for an option not set, 'absent' for one Debian's config does not know
+    (an option the series adds), which is listed when it is set."""
+    deb, fin = _values(debian_text), _values(final_text)
+    known = set(re.findall(r"\b(CONFIG_\w+)\b", debian_text))
+    rows = []
+    for opt in sorted(set(deb) | set(fin)):
+        d = deb.get(opt, "n" if opt in known else "absent")
+        f = fin.get(opt, "n")
+        if d == f or (d == "absent" and f == "n"):
+            continue
+        rows.append((opt, d, f))
+    return rows

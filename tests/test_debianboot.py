@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Host unit tests of the boot leaves of 'lab check' (Debian's own config,
+booted): the config steps of build's debian variant, and the verdict path
+(console -> rows -> the leaf's verdict -> exit status), each with a
+failure planted where it could hide."""
+
+import re
+
+import pytest
+
+from lab.commands import check as checkcmd, debianboot
+from lab.core import config
+from lab.core.tally import Tally
+from lab.guest import image, run, suites
+from lab.kernel import build, check as kcheck, debian
+
+from test_cache import PLAN, fake_boot
+
+OK = "LAB-READY: 6.12\n# lab: start sanity:\nok 1 sanity\nLAB-EXIT: 0\n"
+
+
+def test_changes_lists_every_option_that_differs():
+    deb = "CONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\nCONFIG_D=\"x\"\n"
+    final = "CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=y\nCONFIG_D=\"y\"\nCONFIG_NEW=y\n"
+    assert debian.changes(deb, final) == [
+        ("CONFIG_B", "m", "y"), ("CONFIG_C", "n", "y"), ("CONFIG_D", '"x"', '"y"'),
+        ("CONFIG_NEW", "absent", "y")]
+    # an option Debian's config does not know and the build leaves unset
+    # is no change; one Debian sets and the build drops is
+    assert debian.changes(deb, "CONFIG_A=y\nCONFIG_B=m\nCONFIG_D=\"x\"\n") == []
+    assert debian.changes(deb, "CONFIG_B=m\nCONFIG_D=\"x\"\n") == [("CONFIG_A", "y", "n")]
+
+
+def test_the_debian_variant_merges_the_boot_fragments_and_hashes_debians_config(
+        tmp_path, monkeypatch):
+    assert build.fragments("x86_64", "debian", "stock") == [debian.FRAGMENT]
+    assert build.fragments("arm64", "debian", "stock")[-1].name == "debian-boot-arm64.config"
+    assert build.fragments("arm64", "debian", "patched")[-1].name == "patched.config"
+    deb = tmp_path / "config.amd64_none_amd64"
+    deb.write_text("CONFIG_A=y\n")
+    monkeypatch.setattr(debian, "config_path", lambda deb_arch: deb)
+    before = build.config_hash("x86_64", "debian", "stock")
+    deb.write_text("CONFIG_A=n\n")
+    assert build.config_hash("x86_64", "debian", "stock") != before
+
+
+def test_the_boot_fragment_turns_no_built_in_option_off():
+    """What the variant sets on Debian's config may add (a module built
+    in, a test's option), never take a built-in option away."""
+    for arch_name in config.ARCHES:
+        for frag in debian.fragments(arch_name):
+            for opt, val in build.parse_fragment(frag).items():
+                assert val != "n" or opt.startswith("CONFIG_DEBUG_INFO"), (frag, opt)
+
+
+@pytest.fixture
+def boots(monkeypatch, tmp_path):
+    """rows_of() with builds and the image faked, the plan one program
+    long and each flavour's console given by the test (consoles[flavour])."""
+    consoles = {"stock": OK, "patched": OK}
+    monkeypatch.setattr(build, "build", lambda *a, **kw: tmp_path / "bzImage")
+    monkeypatch.setattr(image, "build", lambda *a, **kw: None)
+    monkeypatch.setattr(suites, "test_plan", lambda *a, **kw: PLAN)
+    monkeypatch.setattr(debianboot, "changes", lambda arch_name, fl: ["CONFIG_X m y"])
+
+    def boot(arch_name, flavour, variant, plan, tag, **kw):
+        assert variant == "debian"
+        text = consoles[flavour]
+        b = fake_boot(tmp_path, text, name=f"{flavour}-{tag}")
+        m = re.search(r"^LAB-EXIT: (\d+)", text, re.M)
+        return run.Boot(b.console, int(m.group(1)) if m else None, "LAB-READY" in text,
+                        False, 174.0, b.cmdline, plan=plan)
+    monkeypatch.setattr(debianboot, "boot_and_parse", boot)
+    return consoles
+
+
+def test_a_clean_pair_of_boots_passes(boots):
+    status, detail, error = debianboot.leaf("x86_64")
+    assert status == "pass", error
+    assert detail.startswith("1 stock and 1 patched test rows passed")
+    assert "differs from Debian's in 1 options (stock), 1 (patched)" in detail
+
+
+@pytest.mark.parametrize("flavour", ["stock", "patched"])
+@pytest.mark.parametrize("console, why", [
+    (OK.replace("ok 1 sanity", "not ok 1 sanity"), "sanity"),
+    (OK.replace("LAB-EXIT: 0\n", ""), "completed"),
+    (OK.replace("LAB-EXIT: 0", "LAB-EXIT: 1"), "completed"),
+    (OK.replace("LAB-EXIT", "[   12.500000] WARNING: CPU: 1 PID: 9 at mm/rmap.c:1 "
+                "x+0x1/0x2\nLAB-EXIT"),
+     "console"),
+    ("LAB-READY: 6.12\nLAB-EXIT: 0\n", "completed"),
+    ("", "boot"),
+])
+def test_a_failure_on_either_kernel_fails_the_leaf(boots, flavour, console, why):
+    boots[flavour] = console
+    status, detail, error = debianboot.leaf("x86_64")
+    assert status == "fail"
+    assert f"x86_64/debian/{flavour}/" in error and why in error
+
+
+def test_arm64_patched_needs_the_series_cpu_features(boots):
+    status, _, error = debianboot.leaf("arm64")
+    assert status == "fail" and "cpu-features" in error
+    boots["patched"] = "CPU features: detected: TLB range maintenance instructions\n" \
+        "CPU features: detected: Hardware dirty bit management\n" + OK
+    assert debianboot.leaf("arm64")[0] == "pass"
+
+
+def test_a_failed_boot_leaf_ends_lab_check_non_zero(monkeypatch, tmp_path):
+    v = kcheck.select(["debian-amd64-boot"])[0]
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    monkeypatch.setattr(kcheck, "stamp_inputs", lambda *a, **kw: {"x": 1})
+    monkeypatch.setattr(debianboot, "stamp_inputs", lambda arch_name: {"y": 1})
+    monkeypatch.setattr(kcheck, "needs", lambda v, t: [])
+    monkeypatch.setattr(debianboot, "leaf",
+                        lambda arch_name: ("fail", "1 failed: x", "x86_64/debian/patched/x"))
+    tally = Tally()
+    checkcmd.check(v, tally)
+    assert ("fail", "check/x86_64/debian-amd64-boot", "1 failed: x") in tally.rows
+    assert tally.exit_status() == 1
+    # and the verdict is stored under its key: the same inputs read it back
+    tally = Tally()
+    monkeypatch.setattr(debianboot, "leaf", lambda arch_name: pytest.fail("not cached"))
+    checkcmd.check(v, tally)
+    assert tally.rows[0][0] == "fail" and tally.rows[0][2].endswith("cached")
