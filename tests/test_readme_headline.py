@@ -135,3 +135,17 @@ def test_a_figure_of_another_series_is_found(tmp_path):
     if m.exists():
         m.unlink()
     assert headline.not_current(d, "0" * 40) == {name: "no manifest"}
+
+
+def test_a_figure_measured_on_debians_config_is_found(tmp_path):
+    """'lab bench --kernel-config debian' measures the same series on other
+    kernels: a comparison for the note, never a headline figure."""
+    d, name = _copy(tmp_path, FIG)
+    m = d / name / "manifest.json"
+    tree = "1" * 40
+    data = {"patches_tree": tree, "variant": "debian"}
+    m.write_text(json.dumps(data))
+    assert headline.not_current(d, tree) == {name: f"{tree}, on the debian kernels"}
+    data["variant"] = "default"
+    m.write_text(json.dumps(data))
+    assert headline.not_current(d, tree) == {}

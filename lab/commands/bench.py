@@ -263,7 +263,8 @@ class Sink:
 
 def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_base,
                use_cache=True):
-    kernel = build.image_path(arch_name, "default", flavour)
+    variant = meta_base.get("variant", "default")
+    kernel = build.image_path(arch_name, variant, flavour)
     extra = workloads[0].boot
     tag = "".join(f"-{k}{v}" for k, v in sorted(extra.items()))
     name = f"{arch_name}-bench-{flavour}{tag}-r{rep0}"
@@ -285,7 +286,7 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
                 "Kernel panic" in line:
             say(f"  [{name}] {line}")
 
-    env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"}
+    env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
     kwargs = dict(boot_args(quick), **boot_kwargs(extra))
     stored = stock_key(arch_name, kernel, text, env, kwargs) \
         if flavour == "stock" and use_cache else None
@@ -380,7 +381,7 @@ def headline_set():
 
 
 def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
-         use_cache=True, full=False):
+         use_cache=True, full=False, variant="default"):
     """The bench of arches: the named workloads (at upstream's scale unless
     quick); with none named, every workload at upstream's scale (full), or
     the headline set at the quick scale, each mode MAIN_REPEATS times (the
@@ -417,7 +418,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
     # until it ends, so that a bench that never ends is refused
-    info = run_info(arches)
+    info = dict(run_info(arches), variant=variant)
     manifest.write(outdir, info)
     for w in chosen:
         missing = [s for s in w.switches() if not in_series(s)]
@@ -427,12 +428,13 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     sink = Sink(outdir)
     # every kernel, patched ones first (the first boots of each arch), built
     # one after the other beside the boots of the kernels before them
-    build.build_ahead([(a, "default", f) for f in config.FLAVOURS[::-1] for a in arches])
+    build.build_ahead([(a, variant, f) for f in config.FLAVOURS[::-1] for a in arches])
     errors = {}
 
     def one(arch_name):
         try:
-            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache)
+            bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache,
+                       variant)
         except Exception as e:  # noqa: BLE001 - reported below, exit 1
             errors[arch_name] = e
             warn(f"{arch_name}: bench stopped: {e}")
@@ -460,7 +462,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     status = verdict(boots)
     if interrupted or errors:
         status = 1
-    manifest.write(outdir, dict(info, kernels=kernel_configs(arches),
+    manifest.write(outdir, dict(info, kernels=kernel_configs(arches, variant),
                                 elapsed_s=int(time.monotonic() - t.t0),
                                 job="main" if only_on is not None else
                                 ("full" if full else "named"),
@@ -487,13 +489,13 @@ def run_info(arches):
                               qemu=run.qemu_version(a)) for a in arches}}
 
 
-def kernel_configs(arches):
+def kernel_configs(arches, variant="default"):
     """{arch/flavour: {config: the .config of the built tree, sha256: its
     sha256, None when there is none}} of the kernels a bench boots."""
     out = {}
     for a in arches:
         for fl in config.FLAVOURS:
-            f = config.build_dir(a, "default", fl) / ".config"
+            f = config.build_dir(a, variant, fl) / ".config"
             out[f"{a}/{fl}"] = {"config": str(f),
                                 "sha256": manifest.sha256(f) if f.is_file() else None}
     return out
@@ -517,19 +519,21 @@ def _join(threads):
             th.join(0.5)
 
 
-def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=True):
+def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=True,
+               variant="default"):
     """Every boot of one arch: its image, then each group of workloads that
     share boot arguments; a boot waits for its kernel (built ahead) only."""
     built = {}
 
     def ready(flavour):
         if flavour not in built:
-            built[flavour] = build.build(arch_name, "default", flavour)
+            built[flavour] = build.build(arch_name, variant, flavour)
 
     ready("patched")
     image.build(arch_name)
     meta = {"arch": arch_name, "qemu": run.qemu_version(arch_name),
-            "config_hash": {f: build.config_hash(arch_name, "default", f)
+            "variant": variant,
+            "config_hash": {f: build.config_hash(arch_name, variant, f)
                             for f in config.FLAVOURS},
             "series_hash": source.series_hash(), "source": source.base_version(),
             "quick": quick, "icount": "shift=0,sleep=off"}

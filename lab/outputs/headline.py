@@ -265,13 +265,18 @@ def replace_block(text, block):
 def not_current(results_dir, tree):
     """{directory: its manifest's patches_tree (or 'no manifest')} of the
     measurements headline.toml takes figures from whose series is not the
-    patches tree @tree (git rev-parse HEAD:patches): the README's tables
-    take only measurements of the current series."""
+    patches tree @tree (git rev-parse HEAD:patches), or whose kernels are
+    not the lab's own (a manifest's variant other than 'default': 'lab
+    bench --kernel-config debian'): the README's tables take only
+    measurements of the current series on the lab's kernels."""
     _, figures = declared(results_dir)
     out = {}
     for name in sorted({f.results for f in figures}):
         m = manifest.read(Path(results_dir) / name)
         got = (m or {}).get("patches_tree") or "no manifest"
+        variant = (m or {}).get("variant", "default")
         if got != tree:
             out[name] = got
+        elif variant != "default":
+            out[name] = f"{got}, on the {variant} kernels"
     return out
