@@ -23,7 +23,7 @@ def test_boot_param_sets_two_switches_off_and_ignores_the_rest():
     # no_such_switch=1 is unknown, mremap_batch=2 is no boolean: both ignored
     assert suites.expected_switches(suites.BOOT_PARAM, "x86_64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
-        "mglru_young_batch=1,reclaim_tlb_batch=1,mprotect_batch=1,mbind_batch=1")
+        "mglru_young_batch=1,reclaim_tlb_batch=0,mprotect_batch=1,mbind_batch=1")
     # arm64 also shows its contiguous-PTE switches
     assert suites.expected_switches(suites.BOOT_PARAM, "arm64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"

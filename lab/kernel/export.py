@@ -39,6 +39,8 @@ QUEUE = "features/all/foliobatch"
 # the patches add is here.
 DEBIAN_CONFIG = {
     "CONFIG_PT_RECLAIM": ("y", ("amd64", "arm64")),
+    # reclaim_tlb_batch starts off (patch 0027)
+    "CONFIG_RECLAIM_TLB_BATCH_DEFAULT_ON": ("n", ("amd64", "arm64")),
 }
 
 
@@ -69,7 +71,7 @@ def config_text():
     for opt, (value, arches) in DEBIAN_CONFIG.items():
         for a in arches:
             lines.append(f"# debian/config/{a}/config")
-            lines.append(f"{opt}={value}")
+            lines.append(f"# {opt} is not set" if value == "n" else f"{opt}={value}")
     return "\n".join(lines) + "\n"
 
 
