@@ -51,6 +51,9 @@ def add_parser(sub):
                     help="docs/results/test-summary.json and the README's counts from "
                     "a stored full 'lab test' run that passed (default: the newest "
                     "work/results/test-*.json; a partial or failed run is refused)")
+    sp.add_argument("--patches", action="store_true",
+                    help="docs/patches.md: each patch with its upstream, switch, guest "
+                    "tests and bench workloads (lab/guest/coverage.py)")
     sp.add_argument("--configs", action="store_true",
                     help="docs/configs.md: where the lab's kernels differ from Debian's "
                     "pinned configs, with configs/differences.tsv's reasons")
@@ -89,6 +92,9 @@ def cmd_report(args):
     from ..commands import reportdir
     if args.configs:
         reportdir.configs()
+        return 0
+    if args.patches:
+        reportdir.patches()
         return 0
     if args.tests:
         reportdir.tests(None if args.tests == "newest" else Path(args.tests))

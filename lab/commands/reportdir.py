@@ -146,3 +146,16 @@ def configs():
                        "configs:\n  " + "\n  ".join(bad))
     distro.DOC.write_text(text)
     say(f"wrote {distro.DOC}")
+
+
+def patches():
+    """'lab report --patches': docs/patches.md (outputs/patchesdoc.py); a
+    LabError, writing nothing, when a patch that changes kernel code has no
+    test."""
+    from ..outputs import patchesdoc
+    bad = patchesdoc.uncovered()
+    if bad:
+        raise LabError("patches without a test (lab/guest/coverage.py):\n  " +
+                       "\n  ".join(f"{n}: {why}" for n, why in bad))
+    patchesdoc.DOC.write_text(patchesdoc.render())
+    say(f"wrote {patchesdoc.DOC}")
