@@ -644,6 +644,69 @@ TEST_F_TIMEOUT(same, mincore_vector, 120)
 }
 
 /*
+ * Proves mincore_batch leaves swap entries to 6.12's answer: 16 blocks of
+ * 64 kB, of which blocks 2 to 5 are paged out (MADV_PAGEOUT: swap entries,
+ * which the batch, made for present entries, must not read as present
+ * blocks) and the rest stay.  Once two answers 100 ms apart agree (the
+ * swap-out has settled), the vector over the whole region and over a
+ * range that starts and ends inside a paged-out block is the same with
+ * the switch at 1 as at 0 before and after it, 1 for every page kept, and
+ * the data of every page reads back.
+ */
+TEST_F_TIMEOUT(same, mincore_swapped, 120)
+{
+	unsigned char a[NR_PTES], b[NR_PTES], v1[NR_PTES];
+	struct lab_env *env = &self->env;
+	uint64_t pm[NR_PTES];
+	size_t i, swapped = 0;
+	int tries;
+	char *p;
+
+	if (!rb_arm64())
+		SKIP(return, "no contiguous PTEs on this arch: mincore_batch is not built");
+	if (!lab_have_swap())
+		SKIP(return, "no swap: the test pages blocks out to swap");
+	lab_env_setup(_metadata, env, RB_DIR "/mincore_batch",
+		      FOLIO / LAB_SZ_1K, false);
+	lab_env_mode(_metadata, env, 1);
+	p = rb_map_written(_metadata, env);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, madvise(p + 2 * FOLIO, 4 * FOLIO, MADV_PAGEOUT))
+		TH_LOG("MADV_PAGEOUT: %s", strerror(errno));
+	for (tries = 0; tries < 50; tries++) {
+		rb_mincore_at(_metadata, env, 0, p, 0, LEN, a);
+		usleep(100000);
+		rb_mincore_at(_metadata, env, 0, p, 0, LEN, b);
+		if (!memcmp(a, b, NR_PTES))
+			break;
+	}
+	ASSERT_EQ(0, memcmp(a, b, NR_PTES)) TH_LOG("mincore() never settled");
+	ASSERT_EQ(0, lab_pagemap_read(env->pm_fd, p, NR_PTES, pm));
+	for (i = 0; i < NR_PTES; i++)
+		swapped += !!(pm[i] & LAB_PM_SWAP);
+	ksft_print_msg("%zu of %lu pages are swap entries\n", swapped, NR_PTES);
+	ASSERT_LT(0UL, swapped) TH_LOG("MADV_PAGEOUT left no swap entry to answer for");
+
+	rb_mincore_at(_metadata, env, 1, p, 0, LEN, v1);
+	rb_mincore_at(_metadata, env, 0, p, 0, LEN, b);
+	for (i = 0; i < NR_PTES; i++) {
+		ASSERT_EQ(a[i], v1[i])
+			TH_LOG("page %zu (%s) is %d with the switch off, %d on", i,
+			       pm[i] & LAB_PM_SWAP ? "swap entry" : "present",
+			       a[i], v1[i]);
+		ASSERT_EQ(a[i], b[i]) TH_LOG("page %zu changed under the test", i);
+		if (i / 16 < 2 || i / 16 > 5)
+			ASSERT_EQ(1, v1[i] & 1) TH_LOG("page %zu was kept", i);
+	}
+	/* a range from inside block 1 to inside block 4 */
+	rb_mincore_at(_metadata, env, 1, p, 20 * PSZ, 40 * PSZ, v1);
+	for (i = 0; i < 40; i++)
+		ASSERT_EQ(a[20 + i], v1[i]) TH_LOG("range: page %zu", 20 + i);
+	ASSERT_EQ(NR_PTES, lab_check_pat(p, 0, NR_PTES, 1) / (PSZ / 8));
+	munmap(p, LEN);
+}
+
+/*
  * Where the pages of @len bytes at @p are, counted per node (0 and 1),
  * by move_pages() without nodes (it only asks).
  */
@@ -731,6 +794,48 @@ TEST_F_TIMEOUT(node, mbind_move, 300)
 	EXPECT_EQ(count[0][1], count[1][1]);
 	EXPECT_EQ(back[0], back[1]);
 	EXPECT_LT(0, count[1][1]) TH_LOG("nothing moved to node 1");
+}
+
+/*
+ * Proves mbind_batch keeps MPOL_MF_STRICT's answer: 16 folios of 64 kB on
+ * node 0, bound to node 1 with MPOL_MF_STRICT and no move flag over a
+ * range that starts and ends inside a folio (pages 8 to 135): mbind()
+ * fails with EIO with the switch at 0 and at 1, and no page moves; bound
+ * to node 0, where they are, the same call succeeds both ways.
+ */
+TEST_F_TIMEOUT(node, mbind_strict, 120)
+{
+	struct lab_env *env = &self->env;
+	unsigned long n0 = 1, n1 = 2;
+	long count[2];
+	int v, ret, err;
+	char *p;
+
+	lab_env_setup(_metadata, env, RB_DIR "/mbind_batch",
+		      FOLIO / LAB_SZ_1K, false);
+	for (v = 0; v < 2; v++) {
+		lab_env_mode(_metadata, env, v);
+		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &n0, 64));
+		p = rb_map_written(_metadata, env);
+		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
+		ASSERT_NE(NULL, p);
+		errno = 0;
+		ret = syscall(SYS_mbind, p + 8 * PSZ, 128 * PSZ, MPOL_BIND, &n1,
+			      64, MPOL_MF_STRICT);
+		err = errno;
+		ksft_print_msg("%s: mbind(node 1, MPOL_MF_STRICT) returned %d (%s)\n",
+			       env->mode, ret, ret ? strerror(err) : "no error");
+		EXPECT_EQ(-1, ret);
+		EXPECT_EQ(EIO, err);
+		rb_nodes(_metadata, p, LEN, count);
+		EXPECT_EQ((long)NR_PTES, count[0])
+			TH_LOG("%ld pages moved without MPOL_MF_MOVE", count[1]);
+		EXPECT_EQ(0, syscall(SYS_mbind, p, LEN, MPOL_BIND, &n0, 64,
+				     MPOL_MF_STRICT))
+			TH_LOG("mbind(node 0, MPOL_MF_STRICT): %s", strerror(errno));
+		ASSERT_EQ(NR_PTES, lab_check_pat(p, 0, NR_PTES, 1) / (PSZ / 8));
+		munmap(p, LEN);
+	}
 }
 
 /*
