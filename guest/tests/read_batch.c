@@ -730,6 +730,26 @@ static void rb_nodes(struct __test_metadata *_metadata, char *p, size_t len,
 	}
 }
 
+/*
+ * rb_map_written() with the folios faulted in on node 0 (MPOL_BIND for the
+ * faults, the default policy again after them).
+ */
+static char *rb_map_on_node0(struct __test_metadata *_metadata,
+			     const struct lab_env *env)
+{
+	unsigned long n0 = 1;
+	char *p;
+
+	if (syscall(SYS_set_mempolicy, MPOL_BIND, &n0, 64))
+		return NULL;
+	p = rb_map_written(_metadata, env);
+	if (syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0) && p) {
+		munmap(p, LEN);
+		return NULL;
+	}
+	return p;
+}
+
 FIXTURE(node) {
 	struct lab_env env;
 };
@@ -769,10 +789,7 @@ TEST_F_TIMEOUT(node, mbind_move, 300)
 		      FOLIO / LAB_SZ_1K, false);
 	for (v = 0; v < 2; v++) {
 		lab_env_mode(_metadata, env, v);
-		/* fault the folios in on node 0 */
-		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &n0, 64));
-		p = rb_map_written(_metadata, env);
-		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
+		p = rb_map_on_node0(_metadata, env);
 		ASSERT_NE(NULL, p);
 		rb_nodes(_metadata, p, LEN, count[v]);
 		ASSERT_EQ((long)NR_PTES, count[v][0]);
@@ -815,9 +832,7 @@ TEST_F_TIMEOUT(node, mbind_strict, 120)
 		      FOLIO / LAB_SZ_1K, false);
 	for (v = 0; v < 2; v++) {
 		lab_env_mode(_metadata, env, v);
-		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &n0, 64));
-		p = rb_map_written(_metadata, env);
-		ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
+		p = rb_map_on_node0(_metadata, env);
 		ASSERT_NE(NULL, p);
 		errno = 0;
 		ret = syscall(SYS_mbind, p + 8 * PSZ, 128 * PSZ, MPOL_BIND, &n1,
