@@ -19,16 +19,23 @@ from test_cache import PLAN, fake_boot
 OK = "LAB-READY: 6.12\n# lab: start sanity:\nok 1 sanity\nLAB-EXIT: 0\n"
 
 
-def test_changes_lists_every_option_that_differs():
-    deb = "CONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\nCONFIG_D=\"x\"\n"
-    final = "CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=y\nCONFIG_D=\"y\"\nCONFIG_NEW=y\n"
-    assert debian.changes(deb, final) == [
+def test_changes_lists_every_option_that_differs(tmp_path):
+    deb = tmp_path / "debian"
+    deb.write_text("# comment\nCONFIG_A=y\nCONFIG_B=m\n# CONFIG_C is not set\n"
+                   "CONFIG_D=\"x\"\n")
+
+    def changes(final_text):
+        final = tmp_path / ".config"
+        final.write_text(final_text)
+        return debian.changes(build.parse_fragment(deb), build.parse_dotconfig(final))
+
+    assert changes("CONFIG_A=y\nCONFIG_B=y\nCONFIG_C=y\nCONFIG_D=\"y\"\nCONFIG_NEW=y\n") == [
         ("CONFIG_B", "m", "y"), ("CONFIG_C", "n", "y"), ("CONFIG_D", '"x"', '"y"'),
         ("CONFIG_NEW", "absent", "y")]
     # an option Debian's config does not know and the build leaves unset
     # is no change; one Debian sets and the build drops is
-    assert debian.changes(deb, "CONFIG_A=y\nCONFIG_B=m\nCONFIG_D=\"x\"\n") == []
-    assert debian.changes(deb, "CONFIG_B=m\nCONFIG_D=\"x\"\n") == [("CONFIG_A", "y", "n")]
+    assert changes("CONFIG_A=y\nCONFIG_B=m\nCONFIG_D=\"x\"\n# CONFIG_NEW is not set\n") == []
+    assert changes("CONFIG_B=m\nCONFIG_D=\"x\"\n") == [("CONFIG_A", "y", "n")]
 
 
 def test_the_debian_variant_merges_the_boot_fragments_and_hashes_debians_config(

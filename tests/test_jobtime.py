@@ -29,9 +29,12 @@ def test_only_a_bench_that_passed_and_timed_itself_counts(tmp_path):
     manifest(tmp_path / "b-main-failed", exit_status=1, written="2026-11-29 10:00:00")
     manifest(tmp_path / "c-named", job="named", written="2026-11-29 11:00:00")
     manifest(tmp_path / "d-full", job="full", elapsed_s=7300, compiled=5123)
+    # the main job on kernels of Debian's config is not the lab's main job
+    manifest(tmp_path / "e-main-debian", variant="debian", written="2026-11-29 12:00:00")
     block = jobtime.readme_block(tmp_path)
     assert "`lab bench` (x86_64 and arm64, commit abcdef1, 2026-11-29): 12m34s" in block
     assert "warm: every compilation from ccache" in block
     assert "`lab bench --full`" in block and "121m40s" in block and "5,123 compilations" in block
     assert "b-main-failed" not in block and "c-named" not in block
+    assert "e-main-debian" not in block
     assert "none yet" in jobtime.readme_block(tmp_path / "nothing")

@@ -30,7 +30,7 @@ def add_parser(sub):
     sp.add_argument("--kernel-config", choices=("lab", "debian"), default="lab",
                     help="the kernels' config: the lab's (default) or Debian's own "
                     "(the debian build variant: Debian's pinned config, the guest's "
-                    "drivers built in; about 40 minutes more per kernel, cold)")
+                    "drivers built in; kernels of about twice the lab's objects)")
     sp.add_argument("--no-cache", action="store_true",
                     help="boot the stock kernel afresh even where an earlier bench "
                     "stored its runs for the same kernel, image, plan and QEMU")

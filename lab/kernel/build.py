@@ -195,17 +195,17 @@ def write_config(arch_name, variant, flavour, out, log):
     base = make_cmd(a, src, out, flavour)
     env = dict(os.environ, **BUILD_ENV)
     if variant == config.DEBIAN_VARIANT:
-        deb_text = debian.config_path(a.deb_arch).read_text()
-        (out / ".config").write_text(deb_text)
+        deb_path = debian.config_path(a.deb_arch)
+        shutil.copyfile(deb_path, out / ".config")
     else:
         run(base + ["tinyconfig"], env=env, log=log)
     merge_fragments(base, src, out, frags, env, log)
     check_config(out / ".config", frags)
     if variant == config.DEBIAN_VARIANT:
-        rows = debian.changes(deb_text, (out / ".config").read_text())
+        rows = debian.changes(parse_fragment(deb_path), parse_dotconfig(out / ".config"))
         (out / DEBIAN_CHANGES).write_text(
             f"# {arch_name}/{variant}/{flavour}: options whose value differs from "
-            f"Debian's {debian.config_path(a.deb_arch).name}\n# option Debian lab\n" +
+            f"Debian's {deb_path.name}\n# option Debian lab\n" +
             "".join(f"{o} {d} {f}\n" for o, d, f in rows))
         say(f"{arch_name}/{variant}/{flavour}: {len(rows)} options differ from "
             f"Debian's config ({out / DEBIAN_CHANGES})")

@@ -836,7 +836,7 @@ def needs(v, t):
     """Programs a leaf needs that are not on PATH."""
     if v.base == "debian-boot":
         progs = [f"{t.cross}gcc", config.arch(t.name).qemu]
-        return [p for p in progs if not shutil.which(p)]
-    progs = [f"{t.cross}gcc"] + \
-        ([f"{t.cross}nm", "sparse"] if v.base != "each-commit" else [])
+    else:
+        progs = [f"{t.cross}gcc"] + \
+            ([f"{t.cross}nm", "sparse"] if v.base != "each-commit" else [])
     return [p for p in progs if not shutil.which(p)]

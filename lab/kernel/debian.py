@@ -19,7 +19,6 @@ never loads, are configured as Debian's but not built.
 """
 
 import lzma
-import re
 import shutil
 
 from ..core import config
@@ -69,26 +68,18 @@ def fragments(arch_name):
     return frags
 
 
-def _values(text):
-    have = {}
-    for line in text.splitlines():
-        m = re.match(r"(CONFIG_\w+)=(.*)$", line)
-        if m:
-            have[m.group(1)] = m.group(2)
-    return have
-
-
-def changes(debian_text, final_text):
+def changes(deb, final):
     """[(option, Debian's value, the final value)] of every option the
-    final .config sets otherwise than Debian's config, sorted; 'n' stands
-    for an option not set, 'absent' for one Debian's config does not know
-    (an option the series adds), which is listed when it is set."""
-    deb, fin = _values(debian_text), _values(final_text)
-    known = set(re.findall(r"\b(CONFIG_\w+)\b", debian_text))
+    final .config sets otherwise than Debian's config, sorted.  @deb:
+    every option Debian's config names, 'n' for one it leaves unset
+    (build.parse_fragment()); @final: the options the final .config sets
+    (build.parse_dotconfig()).  'n' stands for an option not set,
+    'absent' for one Debian's config does not name (an option the series
+    adds), which is listed when it is set."""
     rows = []
-    for opt in sorted(set(deb) | set(fin)):
-        d = deb.get(opt, "n" if opt in known else "absent")
-        f = fin.get(opt, "n")
+    for opt in sorted(set(deb) | set(final)):
+        d = deb.get(opt, "absent")
+        f = final.get(opt, "n")
         if d == f or (d == "absent" and f == "n"):
             continue
         rows.append((opt, d, f))

@@ -16,7 +16,8 @@ END = "<!-- /bench-time -->"
 
 def stored(results_dir):
     """{job: (written, directory name, manifest)} of the newest stored
-    bench of each job ("main", "full") that passed and recorded its time."""
+    bench of each job ("main", "full") that passed and recorded its time,
+    on the lab's own kernels (not 'lab bench --kernel-config debian')."""
     newest = {}
     for m in sorted(Path(results_dir).glob("*/manifest.json")):
         try:
@@ -25,7 +26,7 @@ def stored(results_dir):
             continue
         job = data.get("job")
         if job not in ("main", "full") or data.get("exit_status") != 0 \
-                or "elapsed_s" not in data:
+                or "elapsed_s" not in data or data.get("variant", "default") != "default":
             continue
         key = (data.get("written", ""), m.parent.name)
         if job not in newest or key > newest[job][:2]:
