@@ -5,7 +5,7 @@
  * mprotect(PROT_READ) and mprotect(PROT_READ | PROT_WRITE) over all of it,
  * writing one word of every page after each round.
  *
- *   mprotect SIZE_KB ITERS private|shared|pte2m|mixed|midfolio|filedirty
+ *   mprotect SIZE_KB ITERS private|shared|pte2m|mixed|midfolio|filedirty|none
  *
  * private: MAP_PRIVATE; the folio size comes from the mTHP knobs the caller
  * sets (64 KB mTHP, or 4 KB pages).  shared: MAP_SHARED anonymous (shmem)
@@ -92,6 +92,12 @@
  * a range is not the last of a 64 KB aligned run).  x86 has no blocks; the
  * move is made there too, so that both arches change the same layout.
  *
+ * none: as private, but each round makes the region PROT_NONE, not
+ * PROT_READ, and back: on arm64 the batched commit then writes invalid
+ * entries over contiguous blocks, which the series flushes before it
+ * drops the page table lock (a flush the NUMA scan needs and mprotect(),
+ * under mmap_lock for writing, does not); this kind measures that cost.
+ *
  * Prints the time in the mprotect() calls as METRIC mprotect_ns, the whole
  * loop's as METRIC time_ns; exits 1 if the data or the layout changed.
  */
@@ -113,11 +119,12 @@
 #define SZ_2M	(2UL << 20)
 #define FOLIO_NR	(SZ_64K / PSZ)
 
-enum kind { PRIVATE, SHARED, PTE2M, MIXED, MIDFOLIO, FILEDIRTY };
+enum kind { PRIVATE, SHARED, PTE2M, MIXED, MIDFOLIO, FILEDIRTY, PROTNONE };
 
 static const char *const kinds[] = {
 	[PRIVATE] = "private", [SHARED] = "shared", [PTE2M] = "pte2m",
 	[MIXED] = "mixed", [MIDFOLIO] = "midfolio", [FILEDIRTY] = "filedirty",
+	[PROTNONE] = "none",
 };
 
 /* filedirty: whether the byte at offset @i lies in the dirty half of a folio */
@@ -335,7 +342,7 @@ int main(int argc, char **argv)
 				break;
 	if (k < 0 || k == (int)(sizeof(kinds) / sizeof(kinds[0]))) {
 		fprintf(stderr, "usage: mprotect SIZE_KB ITERS "
-			"private|shared|pte2m|mixed|midfolio|filedirty\n");
+			"private|shared|pte2m|mixed|midfolio|filedirty|none\n");
 		return 1;
 	}
 	kind = k;
@@ -391,7 +398,8 @@ int main(int argc, char **argv)
 	t0 = lab_now_ns();
 	for (it = 0; it < iters; it++) {
 		m0 = lab_now_ns();
-		if (mprotect_all(kind, p, size, PROT_READ) ||
+		if (mprotect_all(kind, p, size,
+				 kind == PROTNONE ? PROT_NONE : PROT_READ) ||
 		    mprotect_all(kind, p, size, PROT_READ | PROT_WRITE)) {
 			perror("mprotect");
 			return 1;

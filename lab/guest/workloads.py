@@ -500,6 +500,13 @@ WORKLOADS = [
               "within 1% (batches split at the dirty/clean boundary)",
               [("64 KB shmem folios allocated", "mthp", "64kB/shmem_alloc")],
               MPROTECT_MECHANISMS + [UNFOLD, FOLD], shmem_64k="always"),
+    _mprotect("mprotect-none-64k", "mprotect() of 64 KB folios to PROT_NONE and back: "
+              "on arm64 the batched commit flushes each contiguous block it makes "
+              "invalid (the NUMA scan's break-before-make), which mprotect() does not need",
+              "64kB", "none",
+              "no figure upstream (the flush is this backport's)",
+              [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
+              [UNFOLD, FOLD]),
     _numascan("mprotect-numa", "one NUMA-balancing scan pass (MM_CP_PROT_NUMA) over "
               "64 KB folios: every PTE made PROT_NONE", "64kB",
               "upstream batch-skips and batches the scan (v6.17); no figure",
