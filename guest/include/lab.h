@@ -20,6 +20,7 @@
 #define LAB_SZ_2M		(2UL << 20)
 
 /* Bits of /proc/kpageflags, see include/uapi/linux/kernel-page-flags.h. */
+#define LAB_KPF_DIRTY		4
 #define LAB_KPF_COMPOUND_HEAD	15
 #define LAB_KPF_COMPOUND_TAIL	16
 #define LAB_KPF_THP		22

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/types.h>
+#include <sys/ioctl.h>
 
 #include "lab.h"
 
@@ -101,6 +103,21 @@ FIXTURE_VARIANT_ADD(fixture, stock) {					\
 	.flavour = "stock",						\
 	.value = -1,							\
 }
+
+/*
+ * gup_test's long-term pin (CONFIG_GUP_TEST, in configs/common.config),
+ * from mm/gup_test.h, which is not a uapi header: PIN_LONGTERM_TEST_START
+ * pins [addr, addr + size) with FOLL_LONGTERM until PIN_LONGTERM_TEST_STOP.
+ */
+#define GUP_TEST	"/sys/kernel/debug/gup_test"
+struct pin_longterm_test {
+	__u64 addr;
+	__u64 size;
+	__u32 flags;
+};
+#define PIN_LONGTERM_TEST_START	_IOW('g', 7, struct pin_longterm_test)
+#define PIN_LONGTERM_TEST_STOP	_IO('g', 8)
+#define PIN_LONGTERM_TEST_FLAG_USE_WRITE	1
 
 /**
  * struct lab_env - what a test of one switch saves, opens and runs in

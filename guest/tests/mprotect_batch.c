@@ -1456,8 +1456,8 @@ TEST_F_TIMEOUT(mte, tags_on_every_pte, 120)
 #define NUMA_DEBUGFS	"/sys/kernel/debug/sched/numa_balancing"
 #define NUMA_FOLIOS	128
 
-FIXTURE(numa) {
-	struct lab_env env;
+/* The NUMA-balancing settings a numa test changes, and its second thread. */
+struct numa_state {
 	struct lab_knob balancing;
 	struct lab_knob delay;
 	struct lab_knob period_max;
@@ -1473,42 +1473,69 @@ static void *numa_helper(void *arg)
 	return NULL;
 }
 
-FIXTURE_SETUP(numa)
+/*
+ * The setup of the numa fixtures: the switch and the THP knobs of
+ * lab_env_setup(), the NUMA-balancing knobs saved, a second thread.
+ * Returns false when the test must skip (a kernel without NUMA balancing).
+ */
+static bool numa_prepare(struct __test_metadata *_metadata, struct lab_env *env,
+		       struct numa_state *st)
 {
-	lab_env_init(&self->env, MP_SWITCH);
-	self->balancing.valid = false;
-	self->delay.valid = false;
-	self->period_max.valid = false;
-	self->has_helper = false;
+	lab_env_init(env, MP_SWITCH);
+	st->balancing.valid = false;
+	st->delay.valid = false;
+	st->period_max.valid = false;
+	st->has_helper = false;
 	if (!lab_path_exists(NUMA_SYSCTL)) {
 		ASSERT_STREQ("(unset)", lab_variant())
 			TH_LOG("the %s kernel has no %s: configs/common.config turns NUMA balancing on",
 			       lab_variant(), NUMA_SYSCTL);
-		SKIP(return, "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's kernels have it)",
+		SKIP(return false,
+		     "no %s: a kernel without CONFIG_NUMA_BALANCING (the lab's kernels have it)",
 		     NUMA_SYSCTL);
 	}
-	lab_env_setup(_metadata, &self->env, MP_SWITCH, 64, true);
+	lab_env_setup(_metadata, env, MP_SWITCH, 64, true);
 	mp_lookups_probe(_metadata);
-	ASSERT_EQ(0, lab_knob_save(&self->balancing, NUMA_SYSCTL));
-	ASSERT_EQ(0, lab_knob_save(&self->delay,
-				   NUMA_DEBUGFS "/scan_delay_ms"));
-	ASSERT_EQ(0, lab_knob_save(&self->period_max,
+	ASSERT_EQ(0, lab_knob_save(&st->balancing, NUMA_SYSCTL));
+	ASSERT_EQ(0, lab_knob_save(&st->delay, NUMA_DEBUGFS "/scan_delay_ms"));
+	ASSERT_EQ(0, lab_knob_save(&st->period_max,
 				   NUMA_DEBUGFS "/scan_period_max_ms"));
-	ASSERT_EQ(0, pthread_create(&self->helper, NULL, numa_helper, NULL));
-	self->has_helper = true;
+	ASSERT_EQ(0, pthread_create(&st->helper, NULL, numa_helper, NULL));
+	st->has_helper = true;
+	/* No scan delay; one scan a second of CPU time, not backed off. */
+	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_delay_ms", "0"));
+	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_period_max_ms",
+				    "1000"));
+	return true;
+}
+
+static void numa_restore(struct __test_metadata *_metadata,
+			  struct lab_env *env, struct numa_state *st)
+{
+	EXPECT_EQ(0, lab_knob_restore(&st->balancing))
+		TH_LOG("cannot restore %s", NUMA_SYSCTL);
+	EXPECT_EQ(0, lab_knob_restore(&st->delay));
+	EXPECT_EQ(0, lab_knob_restore(&st->period_max));
+	lab_env_teardown(_metadata, env);
+	if (st->has_helper) {
+		pthread_cancel(st->helper);
+		pthread_join(st->helper, NULL);
+	}
+}
+
+FIXTURE(numa) {
+	struct lab_env env;
+	struct numa_state st;
+};
+
+FIXTURE_SETUP(numa)
+{
+	numa_prepare(_metadata, &self->env, &self->st);
 }
 
 FIXTURE_TEARDOWN(numa)
 {
-	EXPECT_EQ(0, lab_knob_restore(&self->balancing))
-		TH_LOG("cannot restore %s", NUMA_SYSCTL);
-	EXPECT_EQ(0, lab_knob_restore(&self->delay));
-	EXPECT_EQ(0, lab_knob_restore(&self->period_max));
-	lab_env_teardown(_metadata, &self->env);
-	if (self->has_helper) {
-		pthread_cancel(self->helper);
-		pthread_join(self->helper, NULL);
-	}
+	numa_restore(_metadata, &self->env, &self->st);
 }
 
 /*
@@ -1596,10 +1623,6 @@ TEST_F_TIMEOUT(numa, numa_hinting, 600)
 	bool batched;
 	int m;
 
-	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_delay_ms", "0"));
-	/* One scan a second of CPU time, not backed off to a minute. */
-	ASSERT_EQ(0, lab_write_file(NUMA_DEBUGFS "/scan_period_max_ms",
-				    "1000"));
 	for (m = 0; m < env->nr_modes; m++) {
 		p = mp_round(_metadata, env, m, NUMA_FOLIOS, MAP_PRIVATE, 9 + m);
 		for (f = 0; f < NUMA_FOLIOS; f++)
@@ -1662,6 +1685,399 @@ TEST_F_TIMEOUT(numa, numa_hinting, 600)
 		assert_folios(_metadata, env, p, NUMA_FOLIOS);
 		ASSERT_EQ(n, first_bad(p, n, 9 + m));
 		munmap(p, len);
+	}
+}
+
+#define SKIP_FOLIOS	32
+#define SKIP_XFS	"/mnt/xfs"
+#define SKIP_FILE	SKIP_XFS "/mprotect_batch.numa_skips"
+#define DIRTY_EXPIRE	"/proc/sys/vm/dirty_expire_centisecs"
+#define DIRTY_WB	"/proc/sys/vm/dirty_writeback_centisecs"
+
+/* Each reason prot_numa_skip() has to leave a present PTE alone. */
+enum numa_skip_reason {
+	SKIP_ZERO_PAGE, SKIP_COW_SHARED, SKIP_PINNED, SKIP_FILE_DIRTY,
+	SKIP_ON_NODE, SKIP_TOPTIER,
+};
+
+FIXTURE(numaskip) {
+	struct lab_env env;
+	struct numa_state st;
+	struct lab_knob expire;
+	struct lab_knob writeback;
+};
+
+FIXTURE_VARIANT(numaskip) {
+	enum numa_skip_reason reason;
+};
+
+FIXTURE_VARIANT_ADD(numaskip, zero_page) { .reason = SKIP_ZERO_PAGE };
+FIXTURE_VARIANT_ADD(numaskip, cow_shared) { .reason = SKIP_COW_SHARED };
+FIXTURE_VARIANT_ADD(numaskip, dma_pinned) { .reason = SKIP_PINNED };
+FIXTURE_VARIANT_ADD(numaskip, file_dirty) { .reason = SKIP_FILE_DIRTY };
+FIXTURE_VARIANT_ADD(numaskip, on_node) { .reason = SKIP_ON_NODE };
+FIXTURE_VARIANT_ADD(numaskip, toptier) { .reason = SKIP_TOPTIER };
+
+FIXTURE_SETUP(numaskip)
+{
+	self->expire.valid = false;
+	self->writeback.valid = false;
+	if (!numa_prepare(_metadata, &self->env, &self->st))
+		return;
+	/* dirty file pages stay dirty for the whole test */
+	ASSERT_EQ(0, lab_knob_save(&self->expire, DIRTY_EXPIRE));
+	ASSERT_EQ(0, lab_knob_save(&self->writeback, DIRTY_WB));
+	ASSERT_EQ(0, lab_write_file(DIRTY_WB, "0"));
+	ASSERT_EQ(0, lab_write_file(DIRTY_EXPIRE, "360000"));
+}
+
+FIXTURE_TEARDOWN(numaskip)
+{
+	EXPECT_EQ(0, lab_knob_restore(&self->expire));
+	EXPECT_EQ(0, lab_knob_restore(&self->writeback));
+	unlink(SKIP_FILE);
+	numa_restore(_metadata, &self->env, &self->st);
+}
+
+/* mm->numa_scan_seq of the caller's mm, from /proc/self/sched, or -errno. */
+static long long numa_scan_seq(void)
+{
+	char buf[16384], *s;
+	ssize_t n = lab_read_file("/proc/self/sched", buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	s = strstr(buf, "mm->numa_scan_seq");
+	if (!s)
+		return -ENOENT;
+	s = strchr(s, ':');
+	return s ? strtoll(s + 1, NULL, 10) : -EINVAL;
+}
+
+/* What numa_skip_check() saw; every count is of the subject or the control. */
+struct numa_skip_seen {
+	long long passes;	/* scan passes ended in the wait, or -errno */
+	long long s_faults;	/* hinting faults on reads of the subject */
+	size_t s_first[8];	/* the first pages of the subject that took one */
+	size_t s_clean;		/* of the subject's file pages, those found clean */
+	size_t c_missed;	/* control pieces read without a hinting fault */
+	size_t c_moved;		/* of those, pieces compaction moved */
+	int err;		/* 0, or the -errno of a failed step */
+};
+
+/*
+ * With kernel.numa_balancing at @mode, spins until the mm's scan sequence
+ * has grown by 2, so that one whole pass over the address space began and
+ * ended after the regions were mapped (the scan takes a new VMA on its
+ * first two passes whatever its accesses), then turns the scan off and
+ * reads: every page of the subject @s (@s_len bytes; the hinting faults
+ * over all of them are counted) and, in each 64 kB piece of the controls
+ * @c[0] and @c[1] (@c_len bytes each, NULL for none), page i % 16 of piece
+ * i, each of which must take a hinting fault.  A piece whose PFN changed
+ * in between (compaction moved it and mapped it without PROT_NONE) is
+ * counted apart.  With @dirty_kpf_fd (/proc/kpageflags) the subject's
+ * pages are dirty file pages, and only those still dirty after the wait
+ * are counted: writeback may clean some first (XFS does so for a file just
+ * written, stock 6.12 as patched), and a folio it cleaned is one the scan
+ * may change; it write-protects the PTEs, and nothing writes them again, so
+ * a folio dirty after the wait was dirty throughout it.
+ */
+static void numa_skip_check(struct numa_skip_seen *seen, const char *mode,
+			    const char *s, size_t s_len, char *const c[2],
+			    size_t c_len, int pm_fd, int dirty_kpf_fd)
+{
+	const size_t piece = 16 * PSZ, pieces = c_len / piece;
+	uint64_t pfn[2 * SKIP_FOLIOS * 2], now_pfn;
+	long long t0 = lab_now_ns(), seq0, seq, f0, f1;
+	volatile unsigned long spin;
+	size_t i, k, n = 0;
+	char *q;
+
+	memset(seen, 0, sizeof(*seen));
+	for (k = 0; k < 2 && c[k]; k++)
+		for (i = 0; i < pieces; i++, n++)
+			if (lab_pagemap_pfn(pm_fd, c[k] + i * piece +
+					    (i % 16) * PSZ, &pfn[n])) {
+				seen->err = -EIO;
+				return;
+			}
+	seq0 = numa_scan_seq();
+	if (seq0 < 0 || lab_write_file(NUMA_SYSCTL, mode)) {
+		seen->err = seq0 < 0 ? (int)seq0 : -EIO;
+		return;
+	}
+	do {
+		for (spin = 0; spin < 1000000; spin++)
+			;
+		seq = numa_scan_seq();
+	} while (seq >= 0 && seq - seq0 < 2 &&
+		 lab_now_ns() - t0 <= 120 * 1000000000LL);
+	if (lab_write_file(NUMA_SYSCTL, "0") || seq < 0) {
+		seen->err = seq < 0 ? (int)seq : -EIO;
+		return;
+	}
+	seen->passes = seq - seq0;
+
+	/* Two reads so the counter's own buffer is mapped again. */
+	lab_vmstat("numa_hint_faults");
+	f0 = lab_vmstat("numa_hint_faults");
+	for (i = 0; i < s_len; i += PSZ) {
+		uint64_t pf, flags = 1ULL << LAB_KPF_DIRTY;
+
+		if (dirty_kpf_fd >= 0 &&
+		    (lab_pagemap_pfn(pm_fd, s + i, &pf) ||
+		     lab_kpageflags(dirty_kpf_fd, pf, &flags))) {
+			seen->err = -EIO;
+			return;
+		}
+		(void)*(const volatile uint64_t *)(s + i);
+		f1 = lab_vmstat("numa_hint_faults");
+		if (!(flags & (1ULL << LAB_KPF_DIRTY))) {
+			seen->s_clean++;
+		} else if (f1 != f0) {
+			if (seen->s_faults < 8)
+				seen->s_first[seen->s_faults] = i / PSZ;
+			seen->s_faults += f1 - f0;
+		}
+		f0 = f1;
+	}
+	for (n = 0, k = 0; k < 2 && c[k]; k++) {
+		for (i = 0; i < pieces; i++, n++) {
+			q = c[k] + i * piece + (i % 16) * PSZ;
+			f0 = lab_vmstat("numa_hint_faults");
+			(void)*(volatile uint64_t *)q;
+			f1 = lab_vmstat("numa_hint_faults");
+			if (f0 < 0 || f1 < 0 ||
+			    lab_pagemap_pfn(pm_fd, q, &now_pfn)) {
+				seen->err = -EIO;
+				return;
+			}
+			if (f1 == f0) {
+				seen->c_missed++;
+				seen->c_moved += now_pfn != pfn[n];
+			}
+		}
+	}
+}
+
+/*
+ * on_node: the scan of a single-threaded process leaves its private pages
+ * on the node it runs on alone.  A child of the test (fork() copies one
+ * thread: mm_users is 1) maps the subject private between two controls of
+ * MAP_SHARED anonymous memory, which that rule leaves to the scan, runs the
+ * check, and sends what it saw through @fd.
+ */
+static void numa_skip_on_node(int fd, const char *mode, size_t s_len,
+			      size_t c_len, unsigned int tag)
+{
+	struct numa_skip_seen seen = { .err = -ENOMEM };
+	char *base, *c[2];
+	int pm_fd = open("/proc/self/pagemap", O_RDONLY);
+
+	base = mp_map(s_len + 2 * c_len, LAB_SZ_2M, 0, MAP_PRIVATE);
+	if (base && pm_fd >= 0) {
+		c[0] = base;
+		c[1] = base + c_len + s_len;
+		if (mmap(c[0], c_len, RW, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED,
+			 -1, 0) == c[0] &&
+		    mmap(c[1], c_len, RW, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED,
+			 -1, 0) == c[1]) {
+			fill(base, (s_len + 2 * c_len) / PSZ, tag);
+			numa_skip_check(&seen, mode, base + c_len, s_len, c,
+					c_len, pm_fd, -1);
+			if (!seen.err &&
+			    first_bad(base, (s_len + 2 * c_len) / PSZ, tag) !=
+			    (s_len + 2 * c_len) / PSZ)
+				seen.err = -EBADMSG;
+		}
+	}
+	_exit(write(fd, &seen, sizeof(seen)) == sizeof(seen) ? 0 : 1);
+}
+
+/*
+ * Proves that the NUMA-balancing scan leaves alone the PTEs of every kind
+ * of page prot_numa_skip() skips, with the switch off and on: with it on,
+ * a large folio's skipped entries are stepped over in one batch
+ * (prot_numa_skip_batch()), which must skip what 6.12 skips, no more, no
+ * less.  Each variant maps a subject of 32 folios' size between two
+ * controls of 32 private, exclusive 64 kB folios each, in one VMA where
+ * the reason allows (so a batch that ran past the subject's folios into a
+ * control's, or stopped short, shows), lets one whole scan pass run, and
+ * then reads every page of the subject: none may take a NUMA hinting
+ * fault.  Every 64 kB of the controls must take one (the scan did change
+ * this process's PTEs), but for toptier, whose rule leaves every page
+ * alone.  The reasons: zero_page (read faults map the zero page),
+ * cow_shared (a child shares the subject's folios; it unmapped its copy of
+ * the controls), dma_pinned (pinned with FOLL_LONGTERM through gup_test),
+ * file_dirty (a MAP_SHARED XFS file written through its mapping, with
+ * writeback held off; its own VMA), on_node (a single-threaded child's
+ * private pages, beside MAP_SHARED controls) and toptier
+ * (kernel.numa_balancing 2, memory tiering without normal balancing, on a
+ * machine whose only node is top tier).  KSM and device pages are not
+ * tried: KSM pages are small (no batch to get wrong), and the guest has no
+ * ZONE_DEVICE memory.  Afterwards every page keeps its data.
+ */
+TEST_F_TIMEOUT(numaskip, numa_skips, 900)
+{
+	struct lab_env *env = &self->env;
+	const size_t c_len = SKIP_FOLIOS * env->folio, s_len = c_len;
+	const size_t len = 2 * c_len + s_len;
+	const enum numa_skip_reason why = variant->reason;
+	const char *mode = why == SKIP_TOPTIER ? "2" : "1";
+	struct pin_longterm_test pin = { 0 };
+	struct numa_skip_seen seen;
+	int m, fd = -1, gup = -1, status, pipefd[2], ack[2], hold[2];
+	char *p, *s, *c[2], byte;
+	size_t i, k;
+	pid_t child = 0;
+
+	if (why == SKIP_FILE_DIRTY) {
+		int ret = lab_is_mounted(SKIP_XFS, "xfs");
+
+		ASSERT_EQ(1, ret)
+			TH_LOG("%s is not an XFS mount point: the lab's guest mounts its labxfs disk there (guest/init)",
+			       SKIP_XFS);
+	}
+	for (m = 0; m < env->nr_modes; m++) {
+		lab_env_mode(_metadata, env, m);
+		if (why == SKIP_ON_NODE) {
+			ASSERT_EQ(0, pipe(pipefd));
+			child = fork();
+			ASSERT_LE(0, child);
+			if (!child)
+				numa_skip_on_node(pipefd[1], mode, s_len, c_len,
+						  21 + m);
+			close(pipefd[1]);
+			ASSERT_EQ((ssize_t)sizeof(seen),
+				  read(pipefd[0], &seen, sizeof(seen)));
+			close(pipefd[0]);
+			ASSERT_EQ(child, waitpid(child, &status, 0));
+			ASSERT_EQ(0, status);
+			ASSERT_EQ(0, seen.err) TH_LOG("%s: on_node child: %s",
+						     env->mode,
+						     strerror(-seen.err));
+			goto judge;
+		}
+		p = mp_map(len, LAB_SZ_2M, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+		c[0] = p;
+		s = p + c_len;
+		c[1] = s + s_len;
+		fill(c[0], c_len / PSZ, 21 + m);
+		fill(c[1], c_len / PSZ, 21 + m);
+		assert_folios(_metadata, env, c[0], SKIP_FOLIOS);
+		assert_folios(_metadata, env, c[1], SKIP_FOLIOS);
+		switch (why) {
+		case SKIP_ZERO_PAGE:
+			for (i = 0; i < s_len; i += PSZ)
+				(void)*(volatile char *)(s + i);
+			break;
+		case SKIP_FILE_DIRTY:
+			fd = open(SKIP_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
+			ASSERT_LE(0, fd) TH_LOG("%s: %s", SKIP_FILE,
+						strerror(errno));
+			/* blocks allocated and written, then dirtied in place */
+			for (i = 0; i < s_len; i += PSZ)
+				ASSERT_EQ((ssize_t)PSZ,
+					  pwrite(fd, c[0], PSZ, i));
+			ASSERT_EQ(0, fsync(fd));
+			ASSERT_EQ(s, mmap(s, s_len, RW, MAP_SHARED | MAP_FIXED,
+					  fd, 0));
+			fill(s, s_len / PSZ, 21 + m);
+			break;
+		default:
+			fill(s, s_len / PSZ, 21 + m);
+			break;
+		}
+		if (why == SKIP_COW_SHARED) {
+			/* the child holds its share until hold[1] closes */
+			ASSERT_EQ(0, pipe(ack));
+			ASSERT_EQ(0, pipe(hold));
+			child = fork();
+			ASSERT_LE(0, child);
+			if (!child) {
+				char ok = !munmap(c[0], c_len) &&
+					  !munmap(c[1], c_len);
+
+				close(hold[1]);
+				if (write(ack[1], &ok, 1) != 1)
+					_exit(1);
+				_exit(read(hold[0], &ok, 1) == 0 ? 0 : 1);
+			}
+			close(hold[0]);
+			ASSERT_EQ(1, read(ack[0], &byte, 1));
+			ASSERT_EQ(1, byte) TH_LOG("the child could not unmap the controls");
+		}
+		if (why == SKIP_PINNED) {
+			gup = open(GUP_TEST, O_RDWR);
+			ASSERT_LE(0, gup)
+				TH_LOG("%s: %s: the lab's kernels have GUP_TEST and guest/init mounts debugfs",
+				       GUP_TEST, strerror(errno));
+			pin.addr = (uintptr_t)s;
+			pin.size = s_len;
+			pin.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE;
+			ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_START, &pin))
+				TH_LOG("PIN_LONGTERM_TEST_START: %s",
+				       strerror(errno));
+		}
+
+		numa_skip_check(&seen, mode, s, s_len, c, c_len, env->pm_fd,
+				why == SKIP_FILE_DIRTY ? env->kpf_fd : -1);
+		if (why == SKIP_PINNED) {
+			ASSERT_EQ(0, ioctl(gup, PIN_LONGTERM_TEST_STOP));
+			close(gup);
+		}
+		if (why == SKIP_COW_SHARED) {
+			close(hold[1]);
+			close(ack[0]);
+			close(ack[1]);
+			ASSERT_EQ(child, waitpid(child, &status, 0));
+			ASSERT_EQ(0, status);
+		}
+		ASSERT_EQ(0, seen.err) TH_LOG("%s: %s", env->mode,
+					     strerror(-seen.err));
+		for (k = 0; k < 2; k++)
+			ASSERT_EQ(c_len / PSZ, first_bad(c[k], c_len / PSZ, 21 + m))
+				TH_LOG("%s: control %zu lost its data", env->mode, k);
+		for (i = 0; i < s_len; i += sizeof(uint64_t))
+			if (*(uint64_t *)(s + i) !=
+			    (why == SKIP_ZERO_PAGE ? 0 :
+			     lab_pat(21 + m, i / PSZ, i % PSZ / sizeof(uint64_t))))
+				break;
+		ASSERT_EQ(s_len, i) TH_LOG("%s: the subject lost its data at %zu",
+					   env->mode, i);
+		munmap(p, len);
+		if (fd >= 0) {
+			close(fd);
+			fd = -1;
+			unlink(SKIP_FILE);
+		}
+judge:
+		ksft_print_msg("%s: %lld scan passes; %lld hinting faults on the subject's %zu pages (%zu found clean); %zu of %zu control pieces without one (%zu moved)\n",
+			       env->mode, seen.passes, seen.s_faults,
+			       s_len / PSZ, seen.s_clean, seen.c_missed,
+			       2 * c_len / (16 * PSZ), seen.c_moved);
+		ASSERT_GE(s_len / PSZ / 2, seen.s_clean)
+			TH_LOG("%s: writeback cleaned %zu of the %zu dirty file pages: too few left to test",
+			       env->mode, seen.s_clean, s_len / PSZ);
+		ASSERT_LE(2, seen.passes)
+			TH_LOG("%s: no whole scan pass in 120 s", env->mode);
+		for (i = 0; i < (size_t)seen.s_faults && i < 8; i++)
+			ksft_print_msg("%s: page %zu of the subject took a hinting fault\n",
+				       env->mode, seen.s_first[i]);
+		ASSERT_EQ(0, seen.s_faults)
+			TH_LOG("%s: the scan made %lld of the subject's PTEs PROT_NONE",
+			       env->mode, seen.s_faults);
+		if (why == SKIP_TOPTIER) {
+			ASSERT_EQ(2 * c_len / (16 * PSZ), seen.c_missed)
+				TH_LOG("%s: memory tiering mode changed top-tier pages",
+				       env->mode);
+		} else {
+			ASSERT_EQ(seen.c_moved, seen.c_missed)
+				TH_LOG("%s: %zu control pieces were left accessible: the scan did not cover the process, or a skip ran past the subject",
+				       env->mode, seen.c_missed - seen.c_moved);
+			ASSERT_GE(8UL, seen.c_moved);
+		}
 	}
 }
 

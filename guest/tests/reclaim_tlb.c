@@ -39,7 +39,6 @@
 
 #define SWITCH		"/sys/kernel/mm/foliobatch/reclaim_tlb_batch"
 #define LRU_GEN		"/sys/kernel/mm/lru_gen/enabled"
-#define GUP_TEST	"/sys/kernel/debug/gup_test"
 #define XFS_DIR		"/mnt/xfs"
 #define XFS_FILE	XFS_DIR "/lab-reclaim-tlb"
 #define CG		"lab-reclaim-tlb"
@@ -53,16 +52,6 @@
 /* Shared file pages are only written back by the flusher: less pressure. */
 #define FILE_LIMIT	"12M"
 #define ROUNDS		4
-
-/* From mm/gup_test.h, which is not a uapi header. */
-struct pin_longterm_test {
-	__u64 addr;
-	__u64 size;
-	__u32 flags;
-};
-#define PIN_LONGTERM_TEST_START	_IOW('g', 7, struct pin_longterm_test)
-#define PIN_LONGTERM_TEST_STOP	_IO('g', 8)
-#define PIN_LONGTERM_TEST_FLAG_USE_WRITE	1
 
 FIXTURE(rt) {
 	struct lab_knob knob;
