@@ -959,6 +959,10 @@ static int probe_enable(const struct rb_probe *pr, const char *val)
 /*
  * Enables the events of @pr and notes their hits.  They are disabled again
  * by probes_stop(), so that they cost nothing in the rest of the boot.
+ * Every event is enabled before any hit is noted: arming a kprobe patches
+ * kernel text, and each text_poke() on x86 flushes its own mm with
+ * flush_tlb_mm_range() (three times per site where ftrace patches the
+ * entry, as on Debian's config), which an event armed earlier would count.
  * Returns 0 or -errno.
  */
 static int probes_start(struct rb_probe *pr, int n)
@@ -972,6 +976,10 @@ static int probes_start(struct rb_probe *pr, int n)
 		err = probe_enable(&pr[i], "1");
 		if (err)
 			return err;
+	}
+	for (i = 0; i < n; i++) {
+		if (!pr[i].event || pr[i].absent)
+			continue;
 		pr[i].base = lab_kprobe_hits(pr[i].event);
 		if (pr[i].base < 0)
 			return pr[i].base;
@@ -979,22 +987,27 @@ static int probes_start(struct rb_probe *pr, int n)
 	return 0;
 }
 
-/* Sets the calls of @pr since probes_start(). Returns 0 or -errno. */
+/*
+ * Sets the calls of @pr since probes_start(), every count read before any
+ * event is disabled (see probes_start()).  Returns 0 or -errno.
+ */
 static int probes_stop(struct rb_probe *pr, int n)
 {
 	long long hits;
-	int i;
+	int i, err = 0;
 
 	for (i = 0; i < n; i++) {
 		if (!pr[i].event || pr[i].absent)
 			continue;
 		hits = lab_kprobe_hits(pr[i].event);
-		if (hits < 0)
-			return hits;
+		if (hits < 0 && !err)
+			err = hits;
 		pr[i].calls = hits - pr[i].base;
-		probe_enable(&pr[i], "0");
 	}
-	return 0;
+	for (i = 0; i < n; i++)
+		if (pr[i].event && !pr[i].absent)
+			probe_enable(&pr[i], "0");
+	return err;
 }
 
 /* Prints "func calls" for each probe of @pr. */
