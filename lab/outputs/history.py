@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core.util import LabError
 from ..guest import workloads
-from . import manifest, stats, tables
+from . import configcompare, manifest, stats, tables
 
 PREAMBLE = "preamble.md"
 OLDER = "older.md"
@@ -173,6 +173,9 @@ def section(d, link_base="results"):
     checks = [row for a in arches for row in check_rows(groups, ws, a, bad)]
     if checks:
         out += ["| arch | workload | switch off vs stock |", "|---|---|---|"] + checks + [""]
+    compared = configcompare.section(d, entries(d.parent), refusal, load, link_base)
+    if compared:
+        out += [compared]
     for a in arches:
         for table in (tables.mechanism_table(probes, ws, a, bad),
                       tables.batch_table(probes, ws, a, bad)):
