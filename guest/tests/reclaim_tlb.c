@@ -46,14 +46,18 @@
 #define PSZ		4096UL
 #define WRITERS		2
 /*
- * Each writer's region, and the cgroup limit: 2x over-committed, so that
- * every round swaps out at least half of what the writers touch.  At 4 MB
- * (4x) Debian's config, stock as patched, ran the cgroup out of memory
- * with all of its pages under writeback to the swap disk.
+ * Each writer's region, and the cgroup's memory.high: 2x over-committed,
+ * so that every round swaps out at least half of what the writers touch.
+ * The limit is memory.high, which reclaims and throttles, not memory.max:
+ * at a memory.max of 4 MB, and of 8 MB beside a bench, Debian's config,
+ * stock as patched, switch on and off, ran the cgroup out of memory with
+ * all of its pages under writeback to the swap disk, and the OOM kill
+ * ended the test before it could look at a page.
  */
 #define REGION		(8 * LAB_SZ_1M)
 #define REGION_PAGES	(REGION / PSZ)
 #define LIMIT		"8M"
+#define CG_LIMIT	LAB_CGROUP_ROOT "/" CG "/memory.high"
 /* Shared file pages are only written back by the flusher: less pressure. */
 #define FILE_LIMIT	"12M"
 #define ROUNDS		4
@@ -198,7 +202,7 @@ static long long pswpout(struct __test_metadata *_metadata)
 
 /*
  * Proves no write to private anonymous memory is lost: two writers, one
- * per vCPU, stamp 8 MB each four times over in a cgroup limited to 4 MB,
+ * per vCPU, stamp 8 MB each four times over in a cgroup held to 8 MB,
  * so that reclaim keeps unmapping and swapping out pages the other writer
  * is writing.  At the end every page holds its last stamp, and pages did
  * go to swap (pswpout grew by at least the working set).
@@ -211,7 +215,7 @@ TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
 	long bad;
 
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
+	ASSERT_EQ(0, lab_write_file(CG_LIMIT,
 				    LIMIT));
 	p = mmap(NULL, WRITERS * REGION, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -232,7 +236,7 @@ TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
 
 /*
  * Proves no write through a shared file mapping is lost: the same writers
- * on a 16 MB file on XFS, mapped shared, in the cgroup limited to 12 MB.  After munmap,
+ * on a 16 MB file on XFS, mapped shared, in the cgroup held to 12 MB.  After munmap,
  * fsync and a page cache drop, read(2) returns the last stamps.
  */
 TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
@@ -248,7 +252,7 @@ TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
 		TH_LOG("%s is not an XFS mount point: the lab's guest mounts its labxfs disk there (guest/init)",
 		       XFS_DIR);
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
+	ASSERT_EQ(0, lab_write_file(CG_LIMIT,
 				    FILE_LIMIT));
 	fd = open(XFS_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ASSERT_LE(0, fd);
@@ -418,7 +422,7 @@ TEST_F_TIMEOUT(rt, pinned_not_written, 600)
 /*
  * Proves the page-table race of pt_reclaim survives reclaim pressure: the
  * pt_reclaim "race" test (threads faulting in, DONTNEED, mprotect, mremap
- * and fork over the same 2 MB ranges) runs in this cgroup limited to 4 MB,
+ * and fork over the same 2 MB ranges) runs in this cgroup held to 8 MB,
  * so that reclaim unmaps and swaps out the pages it races on.  It must
  * pass, and the lab fails the run on any oops, KASAN, lockdep or bad
  * rss-counter report in the console (run it on the debug variant too).
@@ -437,7 +441,7 @@ TEST_F_TIMEOUT(rt, pt_race_under_reclaim, 900)
 	ASSERT_TRUE(lab_path_exists("/lab/tests/pt_reclaim"))
 		TH_LOG("no /lab/tests/pt_reclaim: the lab's guest image has every test program");
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	ASSERT_EQ(0, lab_write_file(LAB_CGROUP_ROOT "/" CG "/memory.max",
+	ASSERT_EQ(0, lab_write_file(CG_LIMIT,
 				    LIMIT));
 	ASSERT_EQ(0, pipe(pfd));
 	pid = fork();
