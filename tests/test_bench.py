@@ -281,3 +281,17 @@ def test_a_mechanism_counts_the_functions_called_in_its_place():
     md = tables.mechanism_table(stats.summarize(runs, probe=True), [w], "arm64")
     assert "| read-smaps | contiguous-block reads: contpte_ptep_get() and " \
         "contpte_ptep_get_early_exit() calls | 164,534 | n/a | n/a | - |" in md
+
+
+def test_icount_boots_turn_the_hung_task_detector_off(tmp_path):
+    """Under -icount sleep=off guest time runs ahead during I/O waits: an
+    instruction-timed boot turns the hung-task detector off on its command
+    line; a test boot (no -icount) keeps it."""
+    from lab.guest import run
+    k, i = tmp_path / "k", tmp_path / "i"
+    on = run.qemu_cmd("x86_64", k, i, mem_mb=2048, cpus=2, append="x=1", icount=True)
+    off = run.qemu_cmd("x86_64", k, i, mem_mb=2048, cpus=2, append="x=1")
+    line = on[on.index("-append") + 1]
+    assert run.ICOUNT_APPEND in line and "x=1" in line
+    assert "-icount" in on
+    assert run.ICOUNT_APPEND not in off[off.index("-append") + 1]

@@ -54,6 +54,10 @@ def make_disk(path, size_mb, xfs=False):
         run(["mkfs.xfs", "-q", "-f", str(path)], quiet=True)
 
 
+# kernel command line of an -icount boot (see qemu_cmd())
+ICOUNT_APPEND = "sysctl.kernel.hung_task_timeout_secs=0"
+
+
 def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
              icount=False, accel="tcg", cpu=None, extra=(), variant="default"):
     """The QEMU command line of a kernel of variant; cpu replaces the arch's
@@ -74,6 +78,13 @@ def qemu_cmd(arch_name, kernel, initrd, *, mem_mb, cpus, append, disks=(),
         # instructions (configs/arm64.config) cheap.  Instruction counts
         # (-icount) do not depend on the algorithm.
         machine[machine.index("max")] = "max,pauth-impdef=on"
+    if icount:
+        # Under -icount sleep=off guest time jumps ahead while every vCPU
+        # waits for the host's I/O, so a task blocked on writeback for a
+        # few host seconds can look blocked for minutes: the hung-task
+        # detector's 120 s means nothing there (Debian's config tripped it
+        # in file-reclaim's fsync, stock as patched, and the bench failed).
+        append = f"{append} {ICOUNT_APPEND}".strip()
     cmd = [a.qemu, *machine, "-accel", accel, "-smp", str(cpus), "-m", str(mem_mb),
            "-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio",
            "-monitor", "none", "-kernel", str(kernel), "-initrd", str(initrd),
