@@ -33,8 +33,8 @@ def _pair(tmp_path):
 
 
 def _section(lab, deb, refused=lambda d: []):
-    return configcompare.section(deb, history.entries(deb.parent), refused,
-                                 history.load)
+    return configcompare.section(deb, history.load(deb), history.entries(deb.parent),
+                                 refused, history.load)
 
 
 def test_debian_measurement_is_set_against_the_lab_one(tmp_path):
@@ -51,8 +51,8 @@ def test_debian_measurement_is_set_against_the_lab_one(tmp_path):
 
 def test_a_lab_measurement_gets_no_comparison(tmp_path):
     lab, deb = _pair(tmp_path)
-    assert configcompare.section(lab, history.entries(tmp_path), lambda d: [],
-                                 history.load) == ""
+    assert configcompare.section(lab, history.load(lab), history.entries(tmp_path),
+                                 lambda d: [], history.load) == ""
 
 
 def test_no_counterpart_of_another_series_refused_or_lacking_a_workload(tmp_path):

@@ -24,19 +24,19 @@ def variant_of(d):
     return m.get("variant") or "default"
 
 
-def counterpart(d, candidates, refused, load):
-    """The lab-config measurement a Debian-config one is compared with:
-    the first of @candidates (newest first) that is not @d, not refused
-    (@refused: a function of a directory), of the default variant, of @d's
-    patches tree, and with a run of every (arch, workload) @d has; None
-    when there is none.  @load: history.load."""
+def counterpart(d, runs, candidates, refused, load):
+    """The lab-config measurement a Debian-config one (@d, whose runs are
+    @runs) is compared with: the first of @candidates (newest first) that
+    is not @d, of the default variant, of @d's patches tree, not refused
+    (@refused: a function of a directory), and with a run of every (arch,
+    workload) @d has; None when there is none.  @load: history.load.  The
+    manifest's checks come before the ones that read runs.json."""
     tree = (manifest.read(d) or {}).get("patches_tree")
-    runs, _, _ = load(d)
     wanted = {(r["arch"], r["workload"]) for r in runs}
     for c in candidates:
-        if c == d or variant_of(c) != "default" or refused(c):
+        if c == d or variant_of(c) != "default" or tree is None:
             continue
-        if tree is None or (manifest.read(c) or {}).get("patches_tree") != tree:
+        if (manifest.read(c) or {}).get("patches_tree") != tree or refused(c):
             continue
         have = {(r["arch"], r["workload"]) for r in load(c)[0]}
         if wanted <= have:
@@ -85,18 +85,19 @@ def rows(lab_runs, deb_runs, ws, arches):
     return out
 
 
-def section(d, candidates, refused, load, link_base="results"):
+def section(d, loaded, candidates, refused, load, link_base="results"):
     """The Markdown table of a Debian-config measurement against its
     lab-config counterpart, or a line saying there is none; '' for a
-    measurement of another variant."""
+    measurement of another variant.  @loaded: history.load(d), which the
+    caller has read already."""
     if variant_of(d) != config.DEBIAN_VARIANT:
         return ""
-    c = counterpart(d, candidates, refused, load)
+    deb_runs, ws, arches = loaded
+    c = counterpart(d, deb_runs, candidates, refused, load)
     if c is None:
         return ("No stored measurement of the lab's kernels with the same patches "
                 "tree and workloads to compare this one with.\n")
     lab_runs, _, _ = load(c)
-    deb_runs, ws, arches = load(d)
     body = rows(lab_runs, deb_runs, ws, arches)
     head = [f"The lab's config ([{Path(c).name}]({link_base}/{Path(c).name}/report.md)) against "
             "Debian's: instruction-time of stock / switch off / switch on, and the "

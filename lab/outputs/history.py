@@ -173,7 +173,8 @@ def section(d, link_base="results"):
     checks = [row for a in arches for row in check_rows(groups, ws, a, bad)]
     if checks:
         out += ["| arch | workload | switch off vs stock |", "|---|---|---|"] + checks + [""]
-    compared = configcompare.section(d, entries(d.parent), refusal, load, link_base)
+    compared = configcompare.section(d, (runs, ws, arches), entries(d.parent), refusal,
+                                     load, link_base)
     if compared:
         out += [compared]
     for a in arches:
