@@ -215,8 +215,7 @@ TEST_F_TIMEOUT(rt, no_lost_write_anon, 900)
 	long bad;
 
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	ASSERT_EQ(0, lab_write_file(CG_LIMIT,
-				    LIMIT));
+	ASSERT_EQ(0, lab_write_file(CG_LIMIT, LIMIT));
 	p = mmap(NULL, WRITERS * REGION, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -252,8 +251,7 @@ TEST_F_TIMEOUT(rt, no_lost_write_file, 900)
 		TH_LOG("%s is not an XFS mount point: the lab's guest mounts its labxfs disk there (guest/init)",
 		       XFS_DIR);
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	ASSERT_EQ(0, lab_write_file(CG_LIMIT,
-				    FILE_LIMIT));
+	ASSERT_EQ(0, lab_write_file(CG_LIMIT, FILE_LIMIT));
 	fd = open(XFS_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, WRITERS * REGION));
@@ -441,8 +439,7 @@ TEST_F_TIMEOUT(rt, pt_race_under_reclaim, 900)
 	ASSERT_TRUE(lab_path_exists("/lab/tests/pt_reclaim"))
 		TH_LOG("no /lab/tests/pt_reclaim: the lab's guest image has every test program");
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	ASSERT_EQ(0, lab_write_file(CG_LIMIT,
-				    LIMIT));
+	ASSERT_EQ(0, lab_write_file(CG_LIMIT, LIMIT));
 	ASSERT_EQ(0, pipe(pfd));
 	pid = fork();
 	ASSERT_LE(0, pid);
