@@ -55,6 +55,17 @@ def test_a_lab_measurement_gets_no_comparison(tmp_path):
                                  lambda d: [], history.load) == ""
 
 
+def test_no_counterpart_measured_at_another_scale(tmp_path):
+    lab, deb = _pair(tmp_path)
+    runs = json.loads((lab / "runs.json").read_text())
+    assert lab.name in _section(lab, deb)
+    for r in runs:
+        if r["workload"] == "mprotect-64k":
+            r["scale"] = "32 MB, 20 rounds"
+    (lab / "runs.json").write_text(json.dumps(runs))
+    assert "No stored measurement" in _section(lab, deb)
+
+
 def test_no_counterpart_of_another_series_refused_or_lacking_a_workload(tmp_path):
     lab, deb = _pair(tmp_path)
     # refused

@@ -5,7 +5,7 @@ Debian's own configs (lab bench --kernel-config debian), side by side.
 A stored measurement of the debian build variant (its manifest's
 "variant") is set against the newest stored measurement of the lab's
 kernels that is not refused, has the same patches tree and measured every
-workload of it.  Each row is one workload and mode of an arch: the
+workload of it at the same scale.  Each row is one workload and mode of an arch: the
 instruction-time of stock, switch off and switch on, and the change of on
 against off, on each config, and how far the change moved.  Every number
 is computed from the two directories' runs.json.
@@ -29,16 +29,17 @@ def counterpart(d, runs, candidates, refused, load):
     @runs) is compared with: the first of @candidates (newest first) that
     is not @d, of the default variant, of @d's patches tree, not refused
     (@refused: a function of a directory), and with a run of every (arch,
-    workload) @d has; None when there is none.  @load: history.load.  The
+    workload, scale) @d has (a workload whose scale changed since measures
+    other work); None when there is none.  @load: history.load.  The
     manifest's checks come before the ones that read runs.json."""
     tree = (manifest.read(d) or {}).get("patches_tree")
-    wanted = {(r["arch"], r["workload"]) for r in runs}
+    wanted = {(r["arch"], r["workload"], r.get("scale")) for r in runs}
     for c in candidates:
         if c == d or variant_of(c) != "default" or tree is None:
             continue
         if (manifest.read(c) or {}).get("patches_tree") != tree or refused(c):
             continue
-        have = {(r["arch"], r["workload"]) for r in load(c)[0]}
+        have = {(r["arch"], r["workload"], r.get("scale")) for r in load(c)[0]}
         if wanted <= have:
             return c
     return None
