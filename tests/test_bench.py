@@ -16,7 +16,7 @@ def test_plan_alternates_mode_order_and_sets_switches():
     runs = [l for l in text.splitlines() if l.startswith("lab_bench")]
     assert [r.split()[2] for r in runs] == ["off", "on", "on", "off"]
     assert "lab_switch mremap_batch 0" in text and "lab_switch mremap_batch 1" in text
-    assert "/lab/bench/mremap 1024 1000" in text           # quick scale
+    assert "/lab/bench/mremap 1024 50" in text           # quick scale
     # every switch is back on at the end of each repeat
     assert text.rstrip().splitlines()[-2] == "lab_switch mremap_batch 1"
 

@@ -272,19 +272,21 @@ FILE_METRICS = [("pgsteal_file", "vmstat", "pgsteal_file"),
                 ("pgscan_file", "vmstat", "pgscan_file")]
 
 
-def _mremap(name, what, thp, kb, iters, seed, metrics=(), **kw):
+def _mremap(name, what, thp, kb, iters, seed, metrics=(), quick_iters=None, **kw):
     """A workload of the seed 001 program (guest/bench/mremap.c): @kb of
     memory in folios of @thp, written, moved and unmapped @iters times
-    (a tenth of them with --quick); the mremap() calls are timed alone."""
+    (@quick_iters, a tenth of them unless given, with --quick); the mremap()
+    calls are timed alone."""
+    quick_iters = quick_iters or iters // 10
     return Workload(
         name=name,
         what=what,
         modes=_onoff("mremap_batch"),
         thp=thp,
         argv=["/lab/bench/mremap", str(kb), str(iters)],
-        quick=["/lab/bench/mremap", str(kb), str(iters // 10)],
+        quick=["/lab/bench/mremap", str(kb), str(quick_iters)],
         scale=f"{iters} iterations",
-        quick_scale=f"{iters // 10} iterations",
+        quick_scale=f"{quick_iters} iterations",
         seed=seed,
         metrics=[MREMAP_CALLS] + list(metrics),
         **kw)
@@ -445,9 +447,11 @@ WORKLOADS = [
         modes=_onoff("pt_reclaim"),
         thp="none",
         argv=["/lab/bench/ptreclaim", "4096"],
-        quick=["/lab/bench/ptreclaim", "1024"],
+        # 512 at --quick: 30 s of TCG wall time per x86_64 run at 1024
+        # regions (8 s on arm64), the main job's longest
+        quick=["/lab/bench/ptreclaim", "512"],
         scale="4096 regions of 2 MB",
-        quick_scale="1024 regions of 2 MB",
+        quick_scale="512 regions of 2 MB",
         seed="VmPTE 102640 kB -> 240 kB (25600 regions)",
         metrics=[("VmPTE after (kB)", "metrics", "vmpte_after_kb"),
                  ("function-call IPIs (x86)", "irq", "CAL", False),
@@ -456,7 +460,10 @@ WORKLOADS = [
     _mremap("mremap-64k", "seed 001: 1 MB of 64 KB folios, memset, mremap, munmap",
             "64kB", 1024, 10000, MREMAP_SEED,
             [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
-            mechanisms=[UNFOLD, FOLD], seed_ratio={"arm64": 1.2 / 1.9}),
+            mechanisms=[UNFOLD, FOLD], seed_ratio={"arm64": 1.2 / 1.9},
+            # 50 at --quick: 13 s of TCG wall time per x86_64 run at 100
+            # iterations (2 s on arm64), the main job's second longest
+            quick_iters=50),
     _mremap("mremap-4k", "seed 001 program with 4 KB pages only", "none", 1024, 10000,
             "no regression"),
     _mremap("mremap-2m", "seed 001 program on 2 MB, PMD-mapped THP", "2048kB", 2048,
