@@ -32,9 +32,38 @@ def test_only_a_bench_that_passed_and_timed_itself_counts(tmp_path):
     # the main job on kernels of Debian's config is not the lab's main job
     manifest(tmp_path / "e-main-debian", variant="debian", written="2026-11-29 12:00:00")
     block = jobtime.readme_block(tmp_path)
-    assert "`lab bench` (x86_64 and arm64, commit abcdef1, 2026-11-29): 12m34s" in block
+    assert "`lab bench` warm (x86_64 and arm64, commit abcdef1, 2026-11-29): 12m34s" in block
     assert "warm: every compilation from ccache" in block
+    assert "No stored run of `lab bench` cold (a new machine) yet" in block
     assert "`lab bench --full`" in block and "121m40s" in block and "5,123 compilations" in block
     assert "b-main-failed" not in block and "c-named" not in block
     assert "e-main-debian" not in block
     assert "none yet" in jobtime.readme_block(tmp_path / "nothing")
+
+
+def test_cold_is_a_new_machine_and_both_times_are_given(tmp_path):
+    """Cold: compilations, ccache empty and no kernel built when the bench
+    started (its manifest's start); a run that compiled some of it beside
+    a filled ccache or built kernels is neither cold nor warm."""
+    empty = {"ccache_files": 0, "kernels_built": []}
+    manifest(tmp_path / "a-warm", written="2026-11-29 09:00:00")
+    manifest(tmp_path / "b-partial", compiled=40, written="2026-11-29 10:00:00",
+             start={"ccache_files": 30000, "kernels_built": []})
+    manifest(tmp_path / "c-built", compiled=40, written="2026-11-29 11:00:00",
+             start={"ccache_files": 0, "kernels_built": ["x86_64/stock"]})
+    block = jobtime.readme_block(tmp_path)
+    assert "a-warm" in block and "b-partial" not in block and "c-built" not in block
+    assert "No stored run of `lab bench` cold" in block
+    manifest(tmp_path / "d-cold", compiled=5200, elapsed_s=2400,
+             written="2026-11-29 08:00:00", start=empty)
+    block = jobtime.readme_block(tmp_path)
+    assert "`lab bench` cold (x86_64 and arm64, commit abcdef1, 2026-11-29): 40m00s" in block
+    assert "5,200 compilations" in block and "d-cold" in block and "a-warm" in block
+    assert "No stored run of `lab bench` cold" not in block
+    # no manifest start (older benches): never cold
+    assert not jobtime.is_cold({"compiled": 5200})
+    # only a partial run stored: it is given, as before
+    for d in ("a-warm", "d-cold"):
+        (tmp_path / d / "manifest.json").unlink()
+    assert "b-partial" in jobtime.readme_block(tmp_path) or \
+        "c-built" in jobtime.readme_block(tmp_path)

@@ -34,7 +34,7 @@ import time
 
 from ..core import config, deps
 from ..core.tally import patches_tree, repo_commit
-from ..core.util import LabError, Timer, ccache_misses, mmss, say, warn
+from ..core.util import LabError, Timer, ccache_misses, ccache_stat, mmss, say, warn
 from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
@@ -414,6 +414,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     # compiler runs ccache did not answer: 0 on a warm run, the whole of
     # four kernels on a cold one (the manifest's "compiled")
     misses0 = ccache_misses()
+    start = start_state(arches, variant)
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
@@ -466,10 +467,20 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
                                 elapsed_s=int(time.monotonic() - t.t0),
                                 job="main" if only_on is not None else
                                 ("full" if full else "named"),
-                                compiled=ccache_misses() - misses0), status)
+                                compiled=ccache_misses() - misses0, start=start),
+                   status)
     say(f"{outdir / manifest.NAME}: exit status {status}, sha256 of runs.json and "
         "boots.json")
     return status
+
+
+def start_state(arches, variant="default"):
+    """What the bench found when it started, for the manifest: the files in
+    ccache and the kernels already built.  A cold run (a new machine) is one
+    with neither: outputs/jobtime.py tells it from a warm one by them."""
+    return {"ccache_files": ccache_stat("files_in_cache"),
+            "kernels_built": [f"{a}/{f}" for a in arches for f in config.FLAVOURS
+                              if build.image_path(a, variant, f).exists()]}
 
 
 PROVENANCE = (f"How these runs were made: {manifest.NAME} beside this report, written "

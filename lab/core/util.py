@@ -179,15 +179,21 @@ def mmss(seconds):
     return f"{s // 60}m{s % 60:02d}s"
 
 
-def ccache_misses():
-    """ccache's count of compilations it could not answer from its cache
-    (cache_miss of --print-stats), 0 without ccache."""
+def ccache_stat(name):
+    """One counter of ccache's --print-stats (cache_miss, files_in_cache,
+    ...), 0 without ccache."""
     try:
         p = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True)
     except OSError:
         return 0
     for line in p.stdout.splitlines():
         key, _, value = line.partition("\t")
-        if key == "cache_miss" and value.strip().isdigit():
+        if key == name and value.strip().isdigit():
             return int(value)
     return 0
+
+
+def ccache_misses():
+    """ccache's count of compilations it could not answer from its cache
+    (cache_miss of --print-stats), 0 without ccache."""
+    return ccache_stat("cache_miss")

@@ -14,18 +14,41 @@ BEGIN = "<!-- bench-time: made by 'lab report --history' from docs/results/*/man
 END = "<!-- /bench-time -->"
 
 
+def is_cold(data):
+    """Did a bench start on a new machine: compilations ccache could not
+    answer, an empty ccache and no kernel built (its manifest's start)?"""
+    start = data.get("start") or {}
+    return bool(data.get("compiled")) and start.get("ccache_files") == 0 \
+        and start.get("kernels_built") == []
+
+
+def kind(data):
+    """The bench time a manifest gives: its job, with " cold" or " warm"
+    for the main job (warm: every compilation from ccache; a main job
+    between the two, some of it compiled, is neither)."""
+    job = data.get("job")
+    if job != "main":
+        return job
+    if is_cold(data):
+        return "main cold"
+    return "main warm" if data.get("compiled") == 0 else "main"
+
+
+KINDS = ("main cold", "main warm", "main", "full")
+
+
 def stored(results_dir):
-    """{job: (written, directory name, manifest)} of the newest stored
-    bench of each job ("main", "full") that passed and recorded its time,
-    on the lab's own kernels (not 'lab bench --kernel-config debian')."""
+    """{kind(): (written, directory name, manifest)} of the newest stored
+    bench of each kind that passed and recorded its time, on the lab's own
+    kernels (not 'lab bench --kernel-config debian')."""
     newest = {}
     for m in sorted(Path(results_dir).glob("*/manifest.json")):
         try:
             data = json.loads(m.read_text())
         except json.JSONDecodeError:
             continue
-        job = data.get("job")
-        if job not in ("main", "full") or data.get("exit_status") != 0 \
+        job = kind(data)
+        if job not in KINDS or data.get("exit_status") != 0 \
                 or "elapsed_s" not in data or data.get("variant", "default") != "default":
             continue
         key = (data.get("written", ""), m.parent.name)
@@ -34,24 +57,40 @@ def stored(results_dir):
     return newest
 
 
+COMMAND = {"main cold": "lab bench", "main warm": "lab bench", "main": "lab bench",
+           "full": "lab bench --full"}
+WHAT = {"main cold": "cold", "main warm": "warm", "main": "", "full": ""}
+MISSING = {"main cold": "`lab bench` cold (a new machine)",
+           "main warm": "`lab bench` warm", "full": "`lab bench --full`"}
+
+
 def sentence(job, entry):
     written, name, data = entry
-    cmd = "lab bench" if job == "main" else "lab bench --full"
     arches = " and ".join(data.get("arches", []))
-    return (f"`{cmd}` ({arches}, commit {data.get('lab_commit', '?')[:7]}, "
+    if job == "main cold":
+        how = (", cold: a new machine, ccache empty and no kernel built, "
+               f"{data['compiled']:,} compilations")
+    else:
+        how = testsummary.warmth(data.get("compiled"))
+    what = f" {WHAT[job]}" if WHAT[job] else ""
+    return (f"`{COMMAND[job]}`{what} ({arches}, commit {data.get('lab_commit', '?')[:7]}, "
             f"{written[:10]}): {mmss(data['elapsed_s'])} on the project's machine"
-            f"{testsummary.warmth(data.get('compiled'))} "
-            f"([results/{name}](docs/results/{name}/report.md))")
+            f"{how} ([results/{name}](docs/results/{name}/report.md))")
 
 
 def readme_block(results_dir):
+    """The README's sentence: the newest cold and warm main job and --full
+    run; a main job neither cold nor warm only when neither is stored."""
     found = stored(results_dir)
-    lines = [sentence(job, found[job]) for job in ("main", "full") if job in found]
-    missing = [f"`lab bench{' --full' if job == 'full' else ''}`"
-               for job in ("main", "full") if job not in found]
+    kinds = [k for k in KINDS if k in found
+             and (k != "main" or not ({"main cold", "main warm"} & found.keys()))]
+    lines = [sentence(k, found[k]) for k in kinds]
+    missing = [MISSING[k] for k in ("main cold", "main warm", "full") if k not in found]
     text = "Stored bench times: " + ("; ".join(lines) + "." if lines else "none yet.")
     if missing and lines:
-        text += f" No stored run of {' or '.join(missing)} yet."
+        listed = ", ".join(missing[:-1]) + " or " + missing[-1] if len(missing) > 1 \
+            else missing[0]
+        text += f" No stored run of {listed} yet."
     return f"{BEGIN}\n{text}\n{END}"
 
 
