@@ -41,13 +41,13 @@ def test_what_the_groups_name_exists():
 
 def test_a_patch_without_a_test_is_found(tmp_path, monkeypatch):
     """Planted: a code patch outside every group, and a group without tests."""
-    p = tmp_path / "0050-mm-something.patch"
+    p = tmp_path / "0090-mm-something.patch"
     p.write_text("Subject: [PATCH] mm: something\n\n---\n"
                  "diff --git a/mm/rmap.c b/mm/rmap.c\n")
-    doc = tmp_path / "0051-docs.patch"
+    doc = tmp_path / "0091-docs.patch"
     doc.write_text("Subject: [PATCH] docs\n\n---\n"
                    "diff --git a/Documentation/x.rst b/Documentation/x.rst\n")
     assert patchesdoc.uncovered([p, doc]) == [(p.name, "in no group of guest/coverage.py")]
     monkeypatch.setattr(coverage, "GROUPS",
-                        coverage.GROUPS + (coverage.Group("new", "0050"),))
+                        coverage.GROUPS + (coverage.Group("new", "0090"),))
     assert patchesdoc.uncovered([p]) == [(p.name, "its group 'new' lists no test")]

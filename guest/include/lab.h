@@ -21,6 +21,8 @@
 
 /* Bits of /proc/kpageflags, see include/uapi/linux/kernel-page-flags.h. */
 #define LAB_KPF_DIRTY		4
+#define LAB_KPF_ANON		12
+#define LAB_KPF_SWAPBACKED	14
 #define LAB_KPF_COMPOUND_HEAD	15
 #define LAB_KPF_COMPOUND_TAIL	16
 #define LAB_KPF_THP		22

@@ -321,6 +321,165 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
 		       "made writable");
 }
 
+/* The layouts of walk_choice, in its order. */
+enum walk_layout { WALK_NO_THP, WALK_SMALL, WALK_LARGE, NR_WALK_LAYOUTS };
+static const char *const walk_layout_name[NR_WALK_LAYOUTS] = {
+	"4 kB pages, VMA without THP", "4 kB pages, VMA with 64 kB mTHP",
+	"64 kB folios",
+};
+
+/* The kprobes of walk_choice: event and function, patched kernel only. */
+static const char *const walk_probe[][2] = {
+	{ "mp_walk_unbatched", "__change_protection" },
+	{ "mp_walk_look", "mprotect_starts_large" },
+	{ "mp_walk_batched", "change_pte_range_batched" },
+};
+
+#define WALK_LEN	(512 * LAB_SZ_1K)
+
+/*
+ * Maps WALK_LEN bytes for @layout and writes them with pattern @tag: the
+ * first two faulted while every mTHP size is off, so in 4 kB pages (which
+ * it checks), the first VMA with MADV_NOHUGEPAGE; lab_env_mode() then sets
+ * the switch and 64 kB mTHP on, before the third is faulted.
+ */
+static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
+		      int value, enum walk_layout layout, unsigned int tag)
+{
+	size_t size, pg;
+	char *p;
+
+	if (layout == WALK_LARGE)
+		lab_env_mode(_metadata, env, value > 0);
+	else
+		ASSERT_EQ(0, lab_thp_only(&env->thp, 0));
+	if (layout == WALK_NO_THP) {
+		p = lab_map_aligned(WALK_LEN, LAB_SZ_2M, 0, RW,
+				    MAP_PRIVATE | MAP_ANONYMOUS);
+		ASSERT_NE(NULL, p);
+		ASSERT_EQ(0, madvise(p, WALK_LEN, MADV_NOHUGEPAGE));
+	} else {
+		p = mp_map(WALK_LEN, LAB_SZ_2M, 0, MAP_PRIVATE);
+		ASSERT_NE(NULL, p);
+	}
+	fill(p, WALK_LEN / PSZ, tag);
+	if (layout == WALK_LARGE)
+		return p;
+	for (pg = 0; pg < WALK_LEN / PSZ; pg++) {
+		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
+						   p + pg * PSZ, 2 * PSZ,
+						   &size));
+		ASSERT_EQ(PSZ, size)
+			TH_LOG("%s: page %zu is in a folio of %zu bytes, not a 4 kB page",
+			       walk_layout_name[layout], pg, size);
+	}
+	lab_env_mode(_metadata, env, value > 0);
+	return p;
+}
+
+/*
+ * Proves which walk change_protection() takes: with mprotect_batch on, it
+ * looks before the walk for a page table that starts with a large folio
+ * and leaves a range with none to __change_protection(), the unbatched
+ * walk, built as 6.12's.  Kprobes count the calls of
+ * __change_protection(), mprotect_starts_large() (the look at a page
+ * table) and change_pte_range_batched() across mprotect(PROT_READ) and
+ * back of 512 kB, one VMA, in three layouts: 4 kB pages in a VMA that
+ * cannot take large folios (MADV_NOHUGEPAGE), 4 kB pages in a VMA that can
+ * (faulted with mTHP off, then 64 kB mTHP on), and 64 kB folios.  With the
+ * switch off each of the two calls takes __change_protection() and nothing
+ * looks.  With it on, the first layout takes __change_protection() without
+ * a look, the second looks once per call and takes __change_protection(),
+ * and the third takes the batched copy (one page table per call, looked
+ * at twice: before the walk and in it) and never __change_protection().  Stock 6.12 has
+ * none of the three functions; there the test counts change_protection(),
+ * two calls in every layout.  The data must survive every layout.
+ */
+TEST_F_TIMEOUT(mech, walk_choice, 120)
+{
+	const bool stock = variant->value < 0, on = variant->value > 0;
+	const size_t nr_probes = stock ? 1 : 3;
+	struct lab_env *env = &self->env;
+	long long h0[3], hits[3];
+	int layout, i, err;
+	char *p;
+
+	if (stock) {
+		err = lab_kprobe_add("mp_walk_stock", "change_protection");
+		ASSERT_EQ(0, err) TH_LOG("kprobe on change_protection: %s",
+					 strerror(-err));
+	} else {
+		for (i = 0; i < 3; i++) {
+			err = lab_kprobe_add(walk_probe[i][0], walk_probe[i][1]);
+			ASSERT_EQ(0, err) TH_LOG("kprobe on %s: %s",
+						 walk_probe[i][1], strerror(-err));
+		}
+	}
+	for (layout = 0; layout < NR_WALK_LAYOUTS; layout++) {
+		p = walk_map(_metadata, env, variant->value, layout, 3 + layout);
+		if (layout == WALK_LARGE)
+			assert_folios(_metadata, env, p, WALK_LEN / env->folio);
+		for (i = 0; i < (int)nr_probes; i++)
+			h0[i] = lab_kprobe_hits(stock ? "mp_walk_stock" :
+						walk_probe[i][0]);
+		ASSERT_EQ(0, mprotect(p, WALK_LEN, PROT_READ));
+		ASSERT_EQ(0, mprotect(p, WALK_LEN, RW));
+		for (i = 0; i < (int)nr_probes; i++) {
+			hits[i] = lab_kprobe_hits(stock ? "mp_walk_stock" :
+						  walk_probe[i][0]);
+			ASSERT_LE(0, h0[i]);
+			ASSERT_LE(h0[i], hits[i]);
+			hits[i] -= h0[i];
+		}
+		ASSERT_EQ(WALK_LEN / PSZ, first_bad(p, WALK_LEN / PSZ,
+						    3 + layout));
+		munmap(p, WALK_LEN);
+
+		if (stock) {
+			ksft_print_msg("stock, %s: %lld change_protection() calls\n",
+				       walk_layout_name[layout], hits[0]);
+			ASSERT_EQ(2, hits[0])
+				TH_LOG("%s: %lld change_protection() calls for two mprotect() calls of one VMA",
+				       walk_layout_name[layout], hits[0]);
+			continue;
+		}
+		ksft_print_msg("%s, %s: %lld unbatched walks, %lld looks, %lld batched page tables\n",
+			       env->mode, walk_layout_name[layout], hits[0],
+			       hits[1], hits[2]);
+		if (!on || layout != WALK_LARGE) {
+			ASSERT_EQ(2, hits[0])
+				TH_LOG("%s, %s: %lld __change_protection() calls for two mprotect() calls: the unbatched walk must take both",
+				       env->mode, walk_layout_name[layout], hits[0]);
+		} else {
+			ASSERT_EQ(0, hits[0])
+				TH_LOG("%s, %s: __change_protection() took a range of large folios",
+				       env->mode, walk_layout_name[layout]);
+		}
+		/*
+		 * One page table: one look per change before the walk, and
+		 * one more in the batched walk, which looks again.
+		 */
+		if (!on || layout == WALK_NO_THP) {
+			ASSERT_EQ(0, hits[1])
+				TH_LOG("%s, %s: %lld looks where none is needed",
+				       env->mode, walk_layout_name[layout], hits[1]);
+		} else {
+			ASSERT_EQ(layout == WALK_LARGE ? 4 : 2, hits[1])
+				TH_LOG("%s, %s: %lld looks for two changes of one page table",
+				       env->mode, walk_layout_name[layout], hits[1]);
+		}
+		if (on && layout == WALK_LARGE) {
+			ASSERT_EQ(2, hits[2])
+				TH_LOG("%s, %s: %lld batched page tables for two changes",
+				       env->mode, walk_layout_name[layout], hits[2]);
+		} else {
+			ASSERT_EQ(0, hits[2])
+				TH_LOG("%s, %s: %lld batched page tables where nothing batches",
+				       env->mode, walk_layout_name[layout], hits[2]);
+		}
+	}
+}
+
 /*
  * Proves the arm64 batch by its mechanism: stock 6.12 (and the switch off)
  * takes each PTE out with ptep_modify_prot_start(), which unfolds the

@@ -12,6 +12,8 @@
  * (/sys/kernel/mm/lru_gen/enabled).  LAB_FLAVOUR picks the variants that
  * run, the others skip.  The behaviour tests assert the same outcome for
  * every variant: batching must not change what reclaim keeps or loses.
+ * lazyfree_extra_ref is the exception: it tests a fix the series carries
+ * outside any switch, and asserts 6.12's outcome on the stock variants.
  * The *_calls tests count kernel function calls with kprobes (never times)
  * and assert, from the value of their switch in the variant, the counts of
  * the batched path or of the 6.12 one: on the stock kernel and with the
@@ -1847,6 +1849,139 @@ TEST_F_TIMEOUT(rb, mglru_look_around_calls, 300)
 	}
 	layout_free(&lay);
 	close(fd);
+}
+
+
+
+/*
+ * The KPF_SWAPBACKED bit of the folio mapping @p, 1 or 0, or -errno (also
+ * when @p is not mapped or not anonymous).
+ */
+static int swapbacked(int pm_fd, int kpf_fd, const void *p)
+{
+	uint64_t pfn, flags;
+	int err;
+
+	err = lab_pagemap_pfn(pm_fd, p, &pfn);
+	if (err)
+		return err;
+	err = lab_kpageflags(kpf_fd, pfn, &flags);
+	if (err)
+		return err;
+	if (!(flags & (1ULL << LAB_KPF_ANON)))
+		return -EINVAL;
+	return !!(flags & (1ULL << LAB_KPF_SWAPBACKED));
+}
+
+#define XREF_FOLIOS	4
+
+/*
+ * Proves a clean lazyfree large folio that reclaim cannot free, for want
+ * of a reference it does not own, stays lazyfree (upstream faeb2831b517,
+ * which 6.12 lacks): four 64 kB folios are filled, MADV_FREE'd, and the
+ * sixth page of each is spliced into a pipe (vmsplice(): a reference on
+ * the folio until the pipe lets go).  MADV_PAGEOUT cannot free them then;
+ * it must reach try_to_unmap_one() (kprobe, at least once per folio), or
+ * the test would prove nothing.  On the patched kernel, unmap_batch on or
+ * off, each folio must still be mapped, anonymous and not swap-backed
+ * (kpageflags), and once the pipe is closed
+ * a second MADV_PAGEOUT must free it: every page reads zero.  The stock
+ * variants assert 6.12's outcome instead, each folio swap-backed after the
+ * first MADV_PAGEOUT and its data kept by the second, so the same steps
+ * tell a kernel with the change from one without it.
+ */
+TEST_F_TIMEOUT(rb, lazyfree_extra_ref, 300)
+{
+	const size_t len = XREF_FOLIOS * 16 * PSZ, nr = len / PSZ;
+	const bool stock = !strcmp(variant->flavour, "stock");
+	struct rb_probe pr[1] = {
+		{ .event = "rb_xref_unmap_one", .func = "try_to_unmap_one" },
+	};
+	struct iovec iov[XREF_FOLIOS];
+	int pm_fd, kpf_fd, pipefd[2];
+	const char *bad_fn = NULL;
+	struct lab_thp thp;
+	long large, bad;
+	size_t f, pg;
+	char *p;
+	int ret;
+
+	ASSERT_EQ(0, lab_thp_save(&thp));
+	ret = lab_thp_only(&thp, 64);
+	if (ret)
+		lab_thp_restore(&thp);
+	ASSERT_EQ(0, ret)
+		TH_LOG("64 kB anonymous mTHP: %s (the lab's kernels have it)",
+		       strerror(-ret));
+	p = mmap(NULL, len + PMD_SZ, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p = (char *)(((uintptr_t)p + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
+	for (pg = 0; pg < nr; pg++)
+		fill_page(p + pg * PSZ, TAG_FILE, pg);
+	large = whole_64k_folios(p, nr);
+	if (large != (long)XREF_FOLIOS)
+		lab_thp_restore(&thp);
+	ASSERT_EQ((long)XREF_FOLIOS, large)
+		TH_LOG("%ld of %d 64 kB blocks are one 64 kB folio (%s)",
+		       large, XREF_FOLIOS,
+		       large < 0 ? strerror(-large) : "mTHP not used");
+	ASSERT_EQ(0, madvise(p, len, MADV_FREE));
+	pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, pm_fd);
+	kpf_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, kpf_fd);
+	for (f = 0; f < XREF_FOLIOS; f++)
+		ASSERT_EQ(0, swapbacked(pm_fd, kpf_fd, p + f * 16 * PSZ))
+			TH_LOG("folio %zu is not lazyfree after MADV_FREE", f);
+
+	ASSERT_EQ(0, pipe(pipefd));
+	for (f = 0; f < XREF_FOLIOS; f++) {
+		iov[f].iov_base = p + (f * 16 + 5) * PSZ;
+		iov[f].iov_len = PSZ;
+	}
+	ASSERT_EQ((ssize_t)(XREF_FOLIOS * PSZ),
+		  vmsplice(pipefd[1], iov, XREF_FOLIOS, 0))
+		TH_LOG("vmsplice: %s", strerror(errno));
+
+	ret = probes_add(pr, 1, stock, &bad_fn);
+	ASSERT_EQ(0, ret) TH_LOG("kprobe on %s: %s", bad_fn, strerror(-ret));
+	ASSERT_EQ(0, probes_start(pr, 1));
+	ret = madvise(p, len, MADV_PAGEOUT);
+	ASSERT_EQ(0, probes_stop(pr, 1));
+	ASSERT_EQ(0, ret) TH_LOG("MADV_PAGEOUT: %s", strerror(errno));
+	ksft_print_msg("MADV_PAGEOUT with the pipe: %lld try_to_unmap_one() calls\n",
+		       pr[0].calls);
+	ASSERT_LE((long long)XREF_FOLIOS, pr[0].calls)
+		TH_LOG("%lld try_to_unmap_one() calls for %d folios: reclaim never tried them",
+		       pr[0].calls, XREF_FOLIOS);
+	for (f = 0; f < XREF_FOLIOS; f++) {
+		ret = swapbacked(pm_fd, kpf_fd, p + f * 16 * PSZ);
+		ASSERT_LE(0, ret)
+			TH_LOG("folio %zu is gone with the pipe holding it: %s",
+			       f, strerror(-ret));
+		ksft_print_msg("folio %zu after MADV_PAGEOUT: %s\n", f,
+			       ret ? "swap-backed" : "lazyfree");
+		ASSERT_EQ(stock ? 1 : 0, ret)
+			TH_LOG("folio %zu is %s; a clean lazyfree folio with "
+			       "another reference stays lazyfree on patched, "
+			       "becomes swap-backed on 6.12", f,
+			       ret ? "swap-backed" : "lazyfree");
+	}
+
+	close(pipefd[0]);
+	close(pipefd[1]);
+	ASSERT_EQ(0, madvise(p, len, MADV_PAGEOUT))
+		TH_LOG("MADV_PAGEOUT: %s", strerror(errno));
+	bad = bad_page(p, 0, nr, stock ? TAG_FILE : 0);
+	ASSERT_EQ(-1, bad)
+		TH_LOG("page %ld does not read %s", bad,
+		       stock ? "its data (6.12 keeps a swap-backed folio)" :
+		       "zero (a freed lazyfree folio)");
+	EXPECT_EQ(0, lab_thp_restore(&thp));
+	close(kpf_fd);
+	close(pm_fd);
+	munmap(p, len);
 }
 
 TEST_HARNESS_MAIN

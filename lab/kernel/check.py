@@ -552,17 +552,23 @@ KNOWN_FALSE = {
         "sees pte_unmap() release it; stock 6.12 reports the same in every mm/ "
         "function that unmaps a page table it mapped (zap_pte_range(), "
         "copy_pte_range(), move_pages_pte(), ...)",
-    "sparse: mm/mprotect.c: warning: context imbalance in 'mprotect_starts_large' "
+    "sparse: mm/mprotect_batch.c: warning: context imbalance in 'mprotect_starts_large' "
     "- unexpected unlock":
         "the same false report as stock 6.12's for change_pte_range(): "
         "pte_offset_map_lock() takes the RCU read lock out of sparse's sight and "
         "pte_unmap_unlock() releases it (mprotect_batch's look at the first "
         "present PTE of a page table, under its lock)",
-    "sparse: mm/mprotect.c: warning: context imbalance in 'change_pte_range_batched' "
+    "sparse: mm/mprotect_batch.c: warning: context imbalance in 'change_pte_range_batched' "
     "- unexpected unlock":
         "the same false report for the batched copy of change_pte_range() "
         "(mprotect_batch), which stock 6.12 gets for change_pte_range() itself: "
         "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
+    "sparse: mm/mprotect_batch.c: warning: context imbalance in 'change_pte_range' "
+    "- unexpected unlock":
+        "stock 6.12's own false report for change_pte_range(), in the copy of "
+        "it that mprotect_batch's walk keeps beside the batched one for page "
+        "tables of small folios: pte_offset_map_lock() takes the RCU read "
+        "lock out of sparse's sight",
     "sparse: mm/mincore.c: warning: context imbalance in 'mincore_pte_range_one' "
     "- unexpected unlock":
         "stock 6.12's false report for mincore_pte_range(), in the copy of its "
