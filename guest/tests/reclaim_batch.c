@@ -730,6 +730,34 @@ TEST_F_TIMEOUT(rb, uffd_wp_shmem_survives, 600)
 }
 
 /*
+ * Sets 64 kB anonymous mTHP alone (@thp saves the settings; restored here
+ * on failure), maps @len bytes at a 2 MB boundary and fills every page with
+ * pattern TAG_FILE.  Returns the mapping.
+ */
+static char *map_64k_filled(struct __test_metadata *_metadata,
+			    struct lab_thp *thp, size_t len)
+{
+	size_t pg;
+	char *p;
+	int ret;
+
+	ASSERT_EQ(0, lab_thp_save(thp));
+	ret = lab_thp_only(thp, 64);
+	if (ret)
+		lab_thp_restore(thp);
+	ASSERT_EQ(0, ret)
+		TH_LOG("64 kB anonymous mTHP: %s (the lab's kernels have it)",
+		       strerror(-ret));
+	p = mmap(NULL, len + PMD_SZ, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	p = (char *)(((uintptr_t)p + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
+	for (pg = 0; pg < len / PSZ; pg++)
+		fill_page(p + pg * PSZ, TAG_FILE, pg);
+	return p;
+}
+
+/*
  * Proves lazyfree large folios are reclaimed whole and correctly: 4 MB of
  * anonymous memory in 64 kB mTHP is filled and MADV_FREE'd, then one page of
  * every fourth folio is written again; every 64 kB of it must then still be
@@ -744,24 +772,11 @@ TEST_F_TIMEOUT(rb, lazyfree_anon, 300)
 	const size_t len = 2 * PMD_SZ, nr = len / PSZ;
 	struct lab_thp thp;
 	long rss0, rss1, cur, zero, large;
-	size_t f, pg;
+	size_t f;
 	char *p;
-	int ret;
 
-	ASSERT_EQ(0, lab_thp_save(&thp));
-	ret = lab_thp_only(&thp, 64);
-	if (ret)
-		lab_thp_restore(&thp);
-	ASSERT_EQ(0, ret)
-		TH_LOG("64 kB anonymous mTHP: %s (the lab's kernels have it)",
-		       strerror(-ret));
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
-	p = mmap(NULL, len + PMD_SZ, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, p);
-	p = (char *)(((uintptr_t)p + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
-	for (pg = 0; pg < nr; pg++)
-		fill_page(p + pg * PSZ, TAG_FILE, pg);
+	p = map_64k_filled(_metadata, &thp, len);
 	ASSERT_EQ(0, madvise(p, len, MADV_FREE));
 	for (f = 0; f < nr / 16; f += 4)
 		fill_page(p + (f * 16 + 5) * PSZ, TAG_NEW, f * 16 + 5);
@@ -1902,23 +1917,11 @@ TEST_F_TIMEOUT(rb, lazyfree_extra_ref, 300)
 	const char *bad_fn = NULL;
 	struct lab_thp thp;
 	long large, bad;
-	size_t f, pg;
+	size_t f;
 	char *p;
 	int ret;
 
-	ASSERT_EQ(0, lab_thp_save(&thp));
-	ret = lab_thp_only(&thp, 64);
-	if (ret)
-		lab_thp_restore(&thp);
-	ASSERT_EQ(0, ret)
-		TH_LOG("64 kB anonymous mTHP: %s (the lab's kernels have it)",
-		       strerror(-ret));
-	p = mmap(NULL, len + PMD_SZ, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, p);
-	p = (char *)(((uintptr_t)p + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
-	for (pg = 0; pg < nr; pg++)
-		fill_page(p + pg * PSZ, TAG_FILE, pg);
+	p = map_64k_filled(_metadata, &thp, len);
 	large = whole_64k_folios(p, nr);
 	if (large != (long)XREF_FOLIOS)
 		lab_thp_restore(&thp);
