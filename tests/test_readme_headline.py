@@ -4,6 +4,7 @@
 the README states no measured change or time outside the blocks the lab
 makes."""
 
+import hashlib
 import json
 import re
 import shutil
@@ -149,3 +150,41 @@ def test_a_figure_measured_on_debians_config_is_found(tmp_path):
     data["variant"] = "default"
     m.write_text(json.dumps(data))
     assert headline.not_current(d, tree) == {}
+
+
+def test_the_controls_compare_the_default_with_stock():
+    """Each control row gives switch on against stock beside switch off vs
+    on, computed from the same runs: doubling stock's runs of one control
+    moves that cell and no other."""
+    block = headline.readme_block(RESULTS)
+    controls = block.split("it should cost nothing", 1)[1]
+    assert "| change | switch on vs stock | switch off vs stock |" in controls
+    rows = [line for line in controls.splitlines()
+            if line.startswith("|") and "mprotect-4k:" in line]
+    assert rows and all(line.count("|") == 11 for line in rows)
+    gains = block.split("it should cost nothing", 1)[0]
+    assert "switch on vs stock" not in gains
+
+
+def test_switch_on_vs_stock_follows_the_stock_runs(tmp_path):
+    d = tmp_path / "results"
+    shutil.copytree(RESULTS, d)
+    fig = [f for f in headline.declared(d)[1] if f.control and f.workload == "mprotect-4k"
+           and f.arch == "x86_64"][0]
+    m = json.loads((d / fig.results / "manifest.json").read_text())
+    runs = json.loads((d / fig.results / "runs.json").read_text())
+
+    def cell():
+        row = [line for line in headline.readme_block(d).splitlines()
+               if "| x86_64 | mprotect-4k:" in line][0]
+        return row.split("|")[8].strip()
+
+    before = cell()
+    for r in runs:
+        if r["arch"] == "x86_64" and r["workload"] == "mprotect-4k" and r["flavour"] == "stock":
+            r["metrics"]["mprotect_ns"] *= 2
+    (d / fig.results / "runs.json").write_text(json.dumps(runs))
+    m["sha256"]["runs.json"] = hashlib.sha256((d / fig.results / "runs.json").read_bytes()).hexdigest()
+    (d / fig.results / "manifest.json").write_text(json.dumps(m))
+    after = cell()
+    assert before != after and after.startswith("-50.0%")

@@ -173,7 +173,7 @@ def _when(name, runs):
     return f"{name[:10]}, {scale}"
 
 
-def _row(results_dir, fig, cache):
+def _row(results_dir, fig, cache, on_vs_stock=False):
     if fig.workload not in workloads.BY_NAME:
         raise LabError(f"headline.toml: {fig.workload} is not a workload of this lab")
     w = workloads.BY_NAME[fig.workload]
@@ -190,8 +190,9 @@ def _row(results_dir, fig, cache):
         # was left out or did not arrive: no figure from that measurement
         cell = {side: tables.FAILED if side in bad else "-"
                 for side in ("off", fig.mode)}
+        vs_stock = f"{tables.FAILED} | " if on_vs_stock else ""
         return (f"| {fig.arch} | {what} | {cell['off']} | {cell[fig.mode]} | "
-                f"{tables.FAILED} | {tables.FAILED if 'stock' in bad else '-'} | "
+                f"{tables.FAILED} | {vs_stock}{tables.FAILED if 'stock' in bad else '-'} | "
                 f"{link} |")
     _check_measure(m.runs, fig)
     off = stats.stats(_values(m, fig, "patched", "off"))
@@ -200,21 +201,30 @@ def _row(results_dir, fig, cache):
         raise LabError(f"headline.toml: {fig.results} has no {fig.arch} "
                        f"{fig.workload} runs of {fig.measure} with the switch off "
                        f"and {fig.mode}")
+    vs_stock = ""
+    if on_vs_stock:
+        # a control: what the default (switch on) costs against stock
+        stock = stats.stats(_values(m, fig, "stock", "stock"))
+        vs_stock = f"{stats.change(stock, on) if stock else '-'} | "
     return (f"| {fig.arch} | {what} | {_fmt(fig, off)} | {_fmt(fig, on)} | "
-            f"{stats.change(off, on)} | {_off_vs_stock(m, fig)} | {link} |")
+            f"{stats.change(off, on)} | {vs_stock}{_off_vs_stock(m, fig)} | {link} |")
 
 
-def _table(results_dir, series, figures, cache, upstream):
+def _table(results_dir, series, figures, cache, upstream, on_vs_stock=False):
+    """The Markdown table of @figures: with @upstream, upstream's figure in
+    a last column; with @on_vs_stock (the controls), the change of switch
+    on against stock beside the change against switch off."""
     head = "| series | switch | arch | workload: measure | switch off | switch on | change " \
-           "| switch off vs stock | measured |" + (" upstream |" if upstream else "")
-    rule = "|---" * (9 + upstream) + "|"
+           + ("| switch on vs stock " if on_vs_stock else "") \
+           + "| switch off vs stock | measured |" + (" upstream |" if upstream else "")
+    rule = "|---" * (9 + upstream + on_vs_stock) + "|"
     rows = [head, rule]
     for name, switch, up in series:
         mine = [f for f in figures if f.series == name]
         for i, fig in enumerate(mine):
             first = i == 0
             row = (f"| {name if first else ''} | {f'`{switch}`' if first else ''} "
-                   + _row(results_dir, fig, cache))
+                   + _row(results_dir, fig, cache, on_vs_stock))
             rows.append(row + (f" {up if first else ''} |" if upstream else ""))
     return "\n".join(rows)
 
@@ -225,7 +235,8 @@ def readme_block(results_dir):
     series, figures = declared(results_dir)
     cache = {}
     gains = _table(results_dir, series, [f for f in figures if not f.control], cache, 1)
-    controls = _table(results_dir, series, [f for f in figures if f.control], cache, 0)
+    controls = _table(results_dir, series, [f for f in figures if f.control], cache, 0,
+                      on_vs_stock=True)
     return "\n".join([
         BEGIN,
         "Each figure is the median of the runs of one mode, ± half their min-max "
@@ -250,7 +261,9 @@ def readme_block(results_dir):
         gains,
         "",
         "Where a series cannot batch (small folios, mixed layouts, old entries, "
-        "moves whose time is the copy), it should cost nothing:",
+        "moves whose time is the copy), it should cost nothing; 'switch on vs "
+        "stock' is the change of the default against stock 6.12, medians of the "
+        "same measure:",
         "",
         controls,
         END])
