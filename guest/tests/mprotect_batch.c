@@ -328,12 +328,40 @@ static const char *const walk_layout_name[NR_WALK_LAYOUTS] = {
 	"64 kB folios",
 };
 
-/* The kprobes of walk_choice: event and function, patched kernel only. */
-static const char *const walk_probe[][2] = {
-	{ "mp_walk_unbatched", "__change_protection" },
-	{ "mp_walk_look", "mprotect_starts_large" },
-	{ "mp_walk_batched", "change_pte_range_batched" },
+/*
+ * The kprobes of walk_choice, event and function: the patched kernel's
+ * three, and stock's one (which has none of them).
+ */
+enum { WALK_UNBATCHED, WALK_LOOK, WALK_BATCHED, NR_WALK_PROBES };
+static const char *const walk_probe[NR_WALK_PROBES][2] = {
+	[WALK_UNBATCHED] = { "mp_walk_unbatched", "__change_protection" },
+	[WALK_LOOK] = { "mp_walk_look", "mprotect_starts_large" },
+	[WALK_BATCHED] = { "mp_walk_batched", "change_pte_range_batched" },
 };
+static const char *const walk_stock_probe[1][2] = {
+	{ "mp_walk_stock", "change_protection" },
+};
+
+/*
+ * The calls of walk_probe[@probe] that two changes of one page table in
+ * @layout make with the switch @on: the unbatched walk takes both unless
+ * the switch is on over large folios, where the batched copy takes them;
+ * the look runs once per change before the walk wherever the VMA may hold
+ * large folios and the switch is on, and once more in the batched walk.
+ */
+static long long walk_want(int probe, bool on, enum walk_layout layout)
+{
+	const bool batched = on && layout == WALK_LARGE;
+
+	switch (probe) {
+	case WALK_UNBATCHED:
+		return batched ? 0 : 2;
+	case WALK_LOOK:
+		return !on || layout == WALK_NO_THP ? 0 : batched ? 4 : 2;
+	default:
+		return batched ? 2 : 0;
+	}
+}
 
 #define WALK_LEN	(512 * LAB_SZ_1K)
 
@@ -391,42 +419,36 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
  * looks.  With it on, the first layout takes __change_protection() without
  * a look, the second looks once per call and takes __change_protection(),
  * and the third takes the batched copy (one page table per call, looked
- * at twice: before the walk and in it) and never __change_protection().  Stock 6.12 has
- * none of the three functions; there the test counts change_protection(),
- * two calls in every layout.  The data must survive every layout.
+ * at twice: before the walk and in it) and never __change_protection()
+ * (walk_want()).  Stock 6.12 has none of the three functions; there the
+ * test counts change_protection(), two calls in every layout.  The data
+ * must survive every layout.
  */
 TEST_F_TIMEOUT(mech, walk_choice, 120)
 {
 	const bool stock = variant->value < 0, on = variant->value > 0;
-	const size_t nr_probes = stock ? 1 : 3;
+	const char *const (*probe)[2] = stock ? walk_stock_probe : walk_probe;
+	const int nr_probes = stock ? 1 : NR_WALK_PROBES;
 	struct lab_env *env = &self->env;
-	long long h0[3], hits[3];
+	long long h0[NR_WALK_PROBES], hits[NR_WALK_PROBES], want;
 	int layout, i, err;
 	char *p;
 
-	if (stock) {
-		err = lab_kprobe_add("mp_walk_stock", "change_protection");
-		ASSERT_EQ(0, err) TH_LOG("kprobe on change_protection: %s",
+	for (i = 0; i < nr_probes; i++) {
+		err = lab_kprobe_add(probe[i][0], probe[i][1]);
+		ASSERT_EQ(0, err) TH_LOG("kprobe on %s: %s", probe[i][1],
 					 strerror(-err));
-	} else {
-		for (i = 0; i < 3; i++) {
-			err = lab_kprobe_add(walk_probe[i][0], walk_probe[i][1]);
-			ASSERT_EQ(0, err) TH_LOG("kprobe on %s: %s",
-						 walk_probe[i][1], strerror(-err));
-		}
 	}
 	for (layout = 0; layout < NR_WALK_LAYOUTS; layout++) {
 		p = walk_map(_metadata, env, variant->value, layout, 3 + layout);
 		if (layout == WALK_LARGE)
 			assert_folios(_metadata, env, p, WALK_LEN / env->folio);
-		for (i = 0; i < (int)nr_probes; i++)
-			h0[i] = lab_kprobe_hits(stock ? "mp_walk_stock" :
-						walk_probe[i][0]);
+		for (i = 0; i < nr_probes; i++)
+			h0[i] = lab_kprobe_hits(probe[i][0]);
 		ASSERT_EQ(0, mprotect(p, WALK_LEN, PROT_READ));
 		ASSERT_EQ(0, mprotect(p, WALK_LEN, RW));
-		for (i = 0; i < (int)nr_probes; i++) {
-			hits[i] = lab_kprobe_hits(stock ? "mp_walk_stock" :
-						  walk_probe[i][0]);
+		for (i = 0; i < nr_probes; i++) {
+			hits[i] = lab_kprobe_hits(probe[i][0]);
 			ASSERT_LE(0, h0[i]);
 			ASSERT_LE(h0[i], hits[i]);
 			hits[i] -= h0[i];
@@ -435,47 +457,18 @@ TEST_F_TIMEOUT(mech, walk_choice, 120)
 						    3 + layout));
 		munmap(p, WALK_LEN);
 
-		if (stock) {
-			ksft_print_msg("stock, %s: %lld change_protection() calls\n",
-				       walk_layout_name[layout], hits[0]);
-			ASSERT_EQ(2, hits[0])
-				TH_LOG("%s: %lld change_protection() calls for two mprotect() calls of one VMA",
-				       walk_layout_name[layout], hits[0]);
-			continue;
-		}
-		ksft_print_msg("%s, %s: %lld unbatched walks, %lld looks, %lld batched page tables\n",
-			       env->mode, walk_layout_name[layout], hits[0],
-			       hits[1], hits[2]);
-		if (!on || layout != WALK_LARGE) {
-			ASSERT_EQ(2, hits[0])
-				TH_LOG("%s, %s: %lld __change_protection() calls for two mprotect() calls: the unbatched walk must take both",
-				       env->mode, walk_layout_name[layout], hits[0]);
-		} else {
-			ASSERT_EQ(0, hits[0])
-				TH_LOG("%s, %s: __change_protection() took a range of large folios",
-				       env->mode, walk_layout_name[layout]);
-		}
-		/*
-		 * One page table: one look per change before the walk, and
-		 * one more in the batched walk, which looks again.
-		 */
-		if (!on || layout == WALK_NO_THP) {
-			ASSERT_EQ(0, hits[1])
-				TH_LOG("%s, %s: %lld looks where none is needed",
-				       env->mode, walk_layout_name[layout], hits[1]);
-		} else {
-			ASSERT_EQ(layout == WALK_LARGE ? 4 : 2, hits[1])
-				TH_LOG("%s, %s: %lld looks for two changes of one page table",
-				       env->mode, walk_layout_name[layout], hits[1]);
-		}
-		if (on && layout == WALK_LARGE) {
-			ASSERT_EQ(2, hits[2])
-				TH_LOG("%s, %s: %lld batched page tables for two changes",
-				       env->mode, walk_layout_name[layout], hits[2]);
-		} else {
-			ASSERT_EQ(0, hits[2])
-				TH_LOG("%s, %s: %lld batched page tables where nothing batches",
-				       env->mode, walk_layout_name[layout], hits[2]);
+		for (i = 0; i < nr_probes; i++) {
+			/* stock: one change_protection() call per change */
+			want = stock ? 2 : walk_want(i, on, layout);
+			ksft_print_msg("%s, %s: %lld %s() calls\n",
+				       stock ? "stock" : env->mode,
+				       walk_layout_name[layout], hits[i],
+				       probe[i][1]);
+			ASSERT_EQ(want, hits[i])
+				TH_LOG("%s, %s: %lld %s() calls for two mprotect() calls of one page table, not %lld",
+				       stock ? "stock" : env->mode,
+				       walk_layout_name[layout], hits[i],
+				       probe[i][1], want);
 		}
 	}
 }

@@ -1899,8 +1899,8 @@ static int swapbacked(int pm_fd, int kpf_fd, const void *p)
  * it must reach try_to_unmap_one() (kprobe, at least once per folio), or
  * the test would prove nothing.  On the patched kernel, unmap_batch on or
  * off, each folio must still be mapped, anonymous and not swap-backed
- * (kpageflags), and once the pipe is closed
- * a second MADV_PAGEOUT must free it: every page reads zero.  The stock
+ * (kpageflags), and once the pipe is closed a second MADV_PAGEOUT must
+ * free it: every page reads zero.  The stock
  * variants assert 6.12's outcome instead, each folio swap-backed after the
  * first MADV_PAGEOUT and its data kept by the second, so the same steps
  * tell a kernel with the change from one without it.
