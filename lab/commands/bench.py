@@ -34,7 +34,7 @@ import time
 
 from ..core import config, deps
 from ..core.tally import patches_tree, repo_commit
-from ..core.util import LabError, Timer, ccache_misses, ccache_stat, mmss, say, warn
+from ..core.util import LabError, Timer, ccache_misses, ccache_stats, mmss, say, warn
 from ..guest import cache, image, results, run, workloads
 from ..guest.workloads import BY_NAME, PROBE_REP, boot_kwargs, default_names, named, plan
 from ..kernel import build, source
@@ -413,8 +413,9 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     deps.check()
     # compiler runs ccache did not answer: 0 on a warm run, the whole of
     # four kernels on a cold one (the manifest's "compiled")
-    misses0 = ccache_misses()
-    start = start_state(arches, variant)
+    ccache0 = ccache_stats()
+    misses0 = ccache_misses(ccache0)
+    start = start_state(arches, variant, ccache0)
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
@@ -474,11 +475,12 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     return status
 
 
-def start_state(arches, variant="default"):
+def start_state(arches, variant, ccache):
     """What the bench found when it started, for the manifest: the files in
-    ccache and the kernels already built.  A cold run (a new machine) is one
-    with neither: outputs/jobtime.py tells it from a warm one by them."""
-    return {"ccache_files": ccache_stat("files_in_cache"),
+    ccache (@ccache: its counters then) and the kernels already built.  A
+    cold run (a new machine) is one with neither: outputs/jobtime.py tells
+    it from a warm one by them."""
+    return {"ccache_files": ccache.get("files_in_cache", 0),
             "kernels_built": [f"{a}/{f}" for a in arches for f in config.FLAVOURS
                               if build.image_path(a, variant, f).exists()]}
 

@@ -179,21 +179,23 @@ def mmss(seconds):
     return f"{s // 60}m{s % 60:02d}s"
 
 
-def ccache_stat(name):
-    """One counter of ccache's --print-stats (cache_miss, files_in_cache,
-    ...), 0 without ccache."""
+def ccache_stats():
+    """ccache's counters (--print-stats: cache_miss, files_in_cache, ...),
+    {} without ccache."""
     try:
         p = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True)
     except OSError:
-        return 0
+        return {}
+    stats = {}
     for line in p.stdout.splitlines():
         key, _, value = line.partition("\t")
-        if key == name and value.strip().isdigit():
-            return int(value)
-    return 0
+        if value.strip().isdigit():
+            stats[key] = int(value)
+    return stats
 
 
-def ccache_misses():
+def ccache_misses(stats=None):
     """ccache's count of compilations it could not answer from its cache
-    (cache_miss of --print-stats), 0 without ccache."""
-    return ccache_stat("cache_miss")
+    (cache_miss of --print-stats, or of @stats read already), 0 without
+    ccache."""
+    return (ccache_stats() if stats is None else stats).get("cache_miss", 0)

@@ -57,11 +57,11 @@ def stored(results_dir):
     return newest
 
 
-COMMAND = {"main cold": "lab bench", "main warm": "lab bench", "main": "lab bench",
-           "full": "lab bench --full"}
-WHAT = {"main cold": "cold", "main warm": "warm", "main": "", "full": ""}
-MISSING = {"main cold": "`lab bench` cold (a new machine)",
-           "main warm": "`lab bench` warm", "full": "`lab bench --full`"}
+def command(kind_):
+    """How the README names a kind(): the command, then "cold" or "warm"."""
+    job, _, warmth = kind_.partition(" ")
+    return f"`lab bench{' --full' if job == 'full' else ''}`" + \
+        (f" {warmth}" if warmth else "")
 
 
 def sentence(job, entry):
@@ -72,8 +72,7 @@ def sentence(job, entry):
                f"{data['compiled']:,} compilations")
     else:
         how = testsummary.warmth(data.get("compiled"))
-    what = f" {WHAT[job]}" if WHAT[job] else ""
-    return (f"`{COMMAND[job]}`{what} ({arches}, commit {data.get('lab_commit', '?')[:7]}, "
+    return (f"{command(job)} ({arches}, commit {data.get('lab_commit', '?')[:7]}, "
             f"{written[:10]}): {mmss(data['elapsed_s'])} on the project's machine"
             f"{how} ([results/{name}](docs/results/{name}/report.md))")
 
@@ -85,7 +84,8 @@ def readme_block(results_dir):
     kinds = [k for k in KINDS if k in found
              and (k != "main" or not ({"main cold", "main warm"} & found.keys()))]
     lines = [sentence(k, found[k]) for k in kinds]
-    missing = [MISSING[k] for k in ("main cold", "main warm", "full") if k not in found]
+    missing = [command(k) + (" (a new machine)" if k == "main cold" else "")
+               for k in ("main cold", "main warm", "full") if k not in found]
     text = "Stored bench times: " + ("; ".join(lines) + "." if lines else "none yet.")
     if missing and lines:
         listed = ", ".join(missing[:-1]) + " or " + missing[-1] if len(missing) > 1 \
