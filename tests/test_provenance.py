@@ -23,7 +23,7 @@ Signed-off-by: foliobatch lab <lab@foliobatch.invalid>
 
 def test_every_patch_of_the_series_says_where_it_comes_from():
     files = source.series_files()
-    assert len(files) >= 49
+    assert len(files) >= 47
     bad = [line for f in files for line in provenance.problems(f.name, f.read_text())]
     assert bad == []
 

@@ -9,7 +9,7 @@ from ..core.tally import Tally
 from ..core.util import LabError
 from ..kernel import build, source
 from ..kernel import check as kcheck
-from . import debianboot
+from . import debianboot, mutation
 
 
 def check(v, tally, full=False, use_cache=True, quick=False):
@@ -21,12 +21,16 @@ def check(v, tally, full=False, use_cache=True, quick=False):
     elif v.base == "debian-boot":
         stamp = config.build_dir(v.arch, config.DEBIAN_VARIANT, "patched") / \
             f"{kcheck.STAMP}-{v.name}"
+    elif v.base == "mutation":
+        stamp = config.source_tree(mutation.FLAVOUR) / f"{kcheck.STAMP}-{v.name}"
     else:
         stamp = kcheck.build_dir(v, "patched") / kcheck.STAMP
     try:
         inputs = kcheck.stamp_inputs(v, t, full, quick)
         if v.base == "debian-boot":
             inputs["boot"] = debianboot.stamp_inputs(v.arch)
+        elif v.base == "mutation":
+            inputs["boot"] = mutation.stamp_inputs()
         key = kcheck.stamp_key(inputs)
         hit = kcheck.load_stamp(stamp, key) if use_cache else None
         if hit:
@@ -42,6 +46,9 @@ def check(v, tally, full=False, use_cache=True, quick=False):
                 if failed else kcheck.verdict("pass")
         elif v.base == "debian-boot":
             status, detail, error = debianboot.leaf(v.arch)
+            result = kcheck.verdict(status, detail, error)
+        elif v.base == "mutation":
+            status, detail, error = mutation.leaf()
             result = kcheck.verdict(status, detail, error)
         else:
             result = kcheck.build_variant(v, t, full, quick)

@@ -52,7 +52,7 @@ GROUPS = (
                                          "madv_populate"),
           why="VmPTE after MADV_DONTNEED, races of the freeing with faults, "
               "khugepaged and UFFDIO_MOVE (the PMD rechecks of 0005-0006)"),
-    Group("000: young bits and unmap of large folios", "0011-0018,0029,0051",
+    Group("000: young bits and unmap of large folios", "0011-0018,0029,0047",
           ("referenced_batch", "unmap_batch"), own=("reclaim_batch",),
           upstream=("split_huge_page_test", "cow"),
           why="young-bit and unmap calls per folio in reclaim, data after "
@@ -65,11 +65,11 @@ GROUPS = (
           why="flushes per batch, no lost write under reclaim, pinned folios kept"),
     Group("SHM_LOCK warning", "0025", (), harden=("shmlock",),
           why="SHM_LOCK racing reclaim of dirty shmem, with 0 kernel reports"),
-    Group("mprotect() batching", "0032-0046,0050", ("mprotect_batch",),
+    Group("mprotect() batching", "0032-0042,0046", ("mprotect_batch",),
           own=("mprotect_batch",), upstream=("mkdirty", "soft-dirty", "uffd-unit-tests"),
           why="protection bits, dirty and exclusive state per PTE, the NUMA "
               "scan's skips, arm64's contiguous blocks and their flushes"),
-    Group("read side", "0047-0049", ("contpte_early_exit", "mincore_batch",
+    Group("read side", "0043-0045", ("contpte_early_exit", "mincore_batch",
                                      "mbind_batch"), own=("read_batch",),
           why="entries read per ptep_get(), mincore() answers, folios "
               "queued by mbind(), each against the switch off"),

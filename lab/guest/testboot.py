@@ -24,8 +24,11 @@ def echo_progress(prefix):
 
 
 def boot_and_parse(arch_name, flavour, variant, plan, tag, append="", cpus=2,
-                   mem_mb=2048, timeout=3600, cpu=None, accel="tcg", extra=()):
-    kernel = build.image_path(arch_name, variant, flavour)
+                   mem_mb=2048, timeout=3600, cpu=None, accel="tcg", extra=(),
+                   kernel=None):
+    """Boot a kernel with a test plan; kernel, an image's path, defaults to
+    the build directory's of (arch_name, variant, flavour)."""
+    kernel = kernel or build.image_path(arch_name, variant, flavour)
     env = {"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": variant}
     name = f"{arch_name}-{variant}-{flavour}-{tag}"
     say(f"booting {name}")

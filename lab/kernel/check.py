@@ -77,6 +77,13 @@ drivers built in, and boot them with the own tests
 and QEMU's version to the stamp inputs).  They are in --all only: each
 builds two whole kernels of Debian's size.
 
+The mutation leaf (base mutation, check/arm64/bbm-mutation) plants a bug
+that the series' CONFIG_DEBUG_VM break-before-make check exists to catch
+(lab/kernel/mutations/), builds the arm64 nosplit kernel from it in a
+worktree of its own and passes only when the check reports the bug on
+the console of mprotect_batch's tests (lab/commands/mutation.py).  It is
+in --all only.
+
 A plain 'lab check' runs three leaves (default=True), chosen for what no
 other build of the lab compiles at the lowest cost:
   riscv64/defconfig, mm/ and arch/riscv/mm/ only: the only build of riscv's
@@ -160,7 +167,7 @@ class Variant:
         return f"check/{self.arch}/{self.name}"
 
 
-BASES = ("debian", "defconfig", "lab", "each-commit", "debian-boot")
+BASES = ("debian", "defconfig", "lab", "each-commit", "debian-boot", "mutation")
 
 # On top of Debian's config: no debug info (much of the build's time and
 # disk, and BTF would need pahole) and no module signing key.  Module
@@ -224,6 +231,9 @@ VARIANTS = (
             why="the module symbol check on a real modules build: xen's privcmd.ko "
             "calls ptep_get(), whose contpte_early_exit branch needs two of the "
             "series' exports"),
+    Variant("bbm-mutation", "arm64", "mutation",
+            why="the DEBUG_VM break-before-make check fires on a planted bug: a block "
+            "flush of the batched mprotect() commit narrowed by one page"),
     Variant("each-commit", "x86_64", "each-commit", why="bisectability"),
     Variant("each-commit", "arm64", "each-commit", why="bisectability"),
 )
@@ -253,6 +263,10 @@ def describe(v):
     t = TARGETS[v.arch]
     if v.base == "each-commit":
         return "every commit of the series, lab config (lab build --each-commit)"
+    if v.base == "mutation":
+        return ("lab nosplit config (DEBUG_VM, KASAN, lockdep) of the series plus "
+                "lab/kernel/mutations/*.patch, in WORK/src/mutant; boots "
+                "mprotect_batch's tests; passes when the check reports the bug")
     if v.base == "debian-boot":
         return (f"Debian's config.{t.deb_arch}_none_{t.deb_arch} + "
                 "configs/debian-boot*.config (lab build -v debian: the image, not "
@@ -572,19 +586,19 @@ KNOWN_FALSE = {
     "sparse: mm/mincore.c: warning: context imbalance in 'mincore_pte_range_one' "
     "- unexpected unlock":
         "stock 6.12's false report for mincore_pte_range(), in the copy of its "
-        "walk that mincore_batch (0048) calls with the switch off: "
+        "walk that mincore_batch (0044) calls with the switch off: "
         "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
     "sparse: mm/mincore.c: warning: context imbalance in "
     "'mincore_pte_range_batched' - unexpected unlock":
-        "the same report for the batched copy of mincore_pte_range() (0048)",
+        "the same report for the batched copy of mincore_pte_range() (0044)",
     "sparse: mm/mempolicy.c: warning: context imbalance in "
     "'queue_folios_pte_range_one' - unexpected unlock":
         "stock 6.12's false report for queue_folios_pte_range(), in the copy of "
-        "its walk that mbind_batch (0049) calls with the switch off: "
+        "its walk that mbind_batch (0045) calls with the switch off: "
         "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
     "sparse: mm/mempolicy.c: warning: context imbalance in "
     "'queue_folios_pte_range_batched' - unexpected unlock":
-        "the same report for the batched copy of queue_folios_pte_range() (0049)",
+        "the same report for the batched copy of queue_folios_pte_range() (0045)",
     "sparse: arch/x86/include/asm/paravirt.h: warning: context imbalance in "
     "'change_pte_range_batched' - unexpected unlock":
         "the report above, placed where CONFIG_PARAVIRT_XXL (Debian's x86 "
@@ -811,7 +825,7 @@ def tools(v, t):
     """build.toolchain() of a leaf's arch, and sparse's version where the
     leaf runs sparse (every leaf but each-commit)."""
     found = build.toolchain(t.cross)
-    if v.base not in ("each-commit", "debian-boot"):
+    if v.base not in ("each-commit", "debian-boot", "mutation"):
         found["sparse"] = build.tool_version("sparse")
     return found
 
@@ -827,6 +841,8 @@ def stamp_inputs(v, t, full, quick=False):
     elif v.base == "debian-boot":
         inputs["config"] = {f: build.config_hash(t.name, config.DEBIAN_VARIANT, f)
                             for f in config.FLAVOURS}
+    elif v.base == "mutation":
+        inputs["config"] = build.config_hash(t.name, "nosplit", "patched")
     else:
         inputs["config"] = {f: stamp_key({"text": config_inputs(v, t, f)})
                             for f in config.FLAVOURS}
@@ -840,7 +856,7 @@ def stamp_inputs(v, t, full, quick=False):
 
 def needs(v, t):
     """Programs a leaf needs that are not on PATH."""
-    if v.base == "debian-boot":
+    if v.base in ("debian-boot", "mutation"):
         progs = [f"{t.cross}gcc", config.arch(t.name).qemu]
     else:
         progs = [f"{t.cross}gcc"] + \
