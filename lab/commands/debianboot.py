@@ -36,11 +36,12 @@ CODE = ("lab/commands/debianboot.py", "lab/commands/test.py", "lab/kernel/debian
 GUEST_CODE_DIRS = ("lab/guest", "guest")
 
 
-def stamp_inputs(arch_name):
+def stamp_inputs(arch_name, code=CODE):
     """What a boot leaf's stored verdict holds for beside the check inputs:
-    the lab's code (CODE), every file of the guest's side (the test
-    programs, the image, the plan and its judges) and QEMU's version."""
-    files = list(CODE)
+    the lab's code (@code, the repository's files that decide it), every
+    file of the guest's side (the test programs, the image, the plan and
+    its judges) and QEMU's version."""
+    files = list(code)
     for d in GUEST_CODE_DIRS:
         files += subprocess.run(["git", "-C", str(config.REPO), "ls-files", d],
                                 capture_output=True, text=True).stdout.split()

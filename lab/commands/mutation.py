@@ -14,12 +14,12 @@ passes only when the console shows the check's report (WANT).  A mutant
 that boots without the report, or does not build, or whose mutation no
 longer applies, fails the leaf.
 
-The worktree's build directory is a direct child of it, as the lab's own
-are, so kbuild uses a relative srctree and ccache hits what the patched
+The worktree is one of config.SCRATCH_TREES: build.build() builds it as
+the patched flavour, in a build directory that is a direct child of it,
+so kbuild uses a relative srctree and ccache hits what the patched
 nosplit build compiled: only the mutated file and the link are new.
 """
 
-import os
 import subprocess
 
 from ..core import config
@@ -27,6 +27,7 @@ from ..core.util import LabError, out, run, say
 from ..guest import image, results, suites
 from ..guest.testboot import boot_and_parse, boot_problems
 from ..kernel import build, source
+from . import debianboot
 
 ARCH = "arm64"
 VARIANT = "nosplit"
@@ -45,11 +46,10 @@ def tree():
 
 
 def stamp_inputs():
-    files = list(CODE) + [str(m.relative_to(config.REPO)) for m in MUTATIONS]
-    files += subprocess.run(["git", "-C", str(config.REPO), "ls-files", "guest"],
-                            capture_output=True, text=True).stdout.split()
-    return {"code": build.code_hash(sorted(files)),
-            "qemu": build.tool_version(config.arch(ARCH).qemu)}
+    """As a boot leaf's (debianboot.stamp_inputs()), with this leaf's code
+    and the mutations."""
+    return debianboot.stamp_inputs(
+        ARCH, CODE + tuple(str(m.relative_to(config.REPO)) for m in MUTATIONS))
 
 
 def prepare(mutation):
@@ -66,30 +66,6 @@ def prepare(mutation):
     if p.returncode != 0:
         raise LabError(f"the mutation {mutation.name} no longer applies to the series: "
                        f"{p.stderr.strip()}")
-    return t
-
-
-def build_mutant(t):
-    """Build the nosplit kernel of tree @t; the image's path."""
-    a = config.arch(ARCH)
-    outdir = t / f"out-{ARCH}-{VARIANT}"
-    outdir.mkdir(parents=True, exist_ok=True)
-    log = config.log_dir() / f"build-{ARCH}-{VARIANT}-{FLAVOUR}.log"
-    log.write_text("")
-    env = dict(os.environ, **build.BUILD_ENV)
-    base = build.make_cmd(a, t, outdir, FLAVOUR)
-    frags = build.fragments(ARCH, VARIANT, "patched")
-
-    def write():
-        run(base + ["tinyconfig"], env=env, log=log)
-        build.merge_fragments(base, t, outdir, frags, env, log)
-        build.check_config(outdir / ".config", frags)
-
-    build.stamped_config(outdir, build.config_hash(ARCH, VARIANT, "patched"), write)
-    say(f"building {ARCH}/{VARIANT}/{FLAVOUR} (log: {log})")
-    if run(base, env=env, log=log, check=False).returncode != 0:
-        raise LabError(f"the mutant does not build:\n{build.first_error(log)}\n(log: {log})")
-    return outdir / a.image
 
 
 def judge(text, problems, console):
@@ -98,8 +74,7 @@ def judge(text, problems, console):
     report is what this boot is for, so they do not fail it alone.  A boot
     that never reached the plan fails (the tests did not run)."""
     hits = [l.strip() for l in text.splitlines() if WANT in l]
-    ran = any(r for r in results.parse(text))
-    if not ran:
+    if not results.parse(text):
         return "fail", f"no test result on the console: {console}", ""
     if not hits:
         return ("fail", f"the check stayed silent: no '{WANT}' on the console "
@@ -114,8 +89,8 @@ def leaf():
                             variant=VARIANT)
     verdicts = []
     for mutation in MUTATIONS:
-        t = prepare(mutation)
-        kernel = build_mutant(t)
+        prepare(mutation)
+        kernel = build.build(ARCH, VARIANT, FLAVOUR)
         b = boot_and_parse(ARCH, "patched", VARIANT, plan, f"mutant-{mutation.stem}",
                            kernel=kernel)
         status, detail, error = judge(b.text(), boot_problems(b), b.console)

@@ -21,6 +21,10 @@ CONFIGS = REPO / "configs"
 GUEST = REPO / "guest"
 
 FLAVOURS = ("stock", "patched")
+# Worktrees the lab builds beside the flavours, each the patched tree with
+# something of its own on top: lab check's mutation leaf (a planted bug).
+# A build of one takes the patched flavour's config.
+SCRATCH_TREES = ("mutant",)
 VARIANTS = ("default", "debug", "nosplit", "debian")
 # The variant built from Debian's own config (lab/kernel/debian.py), not
 # from tinyconfig and configs/common.config.

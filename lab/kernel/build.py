@@ -289,7 +289,7 @@ def build(arch_name, variant="default", flavour="patched", jobs=None):
 
 
 def _build(arch_name, variant, flavour, jobs=None, nice=0):
-    if flavour not in config.FLAVOURS:
+    if flavour not in config.FLAVOURS + config.SCRATCH_TREES:
         raise LabError(f"unknown flavour '{flavour}' (known: {', '.join(config.FLAVOURS)})")
     a = config.arch(arch_name)
     if a.cross and not shutil.which(f"{a.cross}gcc"):

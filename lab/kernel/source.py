@@ -270,7 +270,7 @@ def checkpatch():
         refs += provenance.problems(subject, mail)
         found = cpknown.findings(p.stdout)
         known = [f for f in found if cpknown.excused(f)]
-        left = [f for f in found if not cpknown.excused(f)]
+        left = [f for f in found if f not in known]
         failed = p.returncode != 0 and not found
         clean = not left and not failed and not refs
         bad += not clean
