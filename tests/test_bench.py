@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from lab.commands import bench
+from lab.core import config
 from lab.guest import run, workloads
 from lab.outputs import report, stats, tables
 
@@ -17,8 +18,46 @@ def test_plan_alternates_mode_order_and_sets_switches():
     assert [r.split()[2] for r in runs] == ["off", "on", "on", "off"]
     assert "lab_switch mremap_batch 0" in text and "lab_switch mremap_batch 1" in text
     assert "/lab/bench/mremap 1024 50" in text           # quick scale
-    # every switch is back on at the end of each repeat
-    assert text.rstrip().splitlines()[-2] == "lab_switch mremap_batch 1"
+    # every switch is back at the kernel's default at the end of each repeat
+    tail = text.rstrip().splitlines()[-1 - len(workloads.shown_switches()):-1]
+    assert tail == [f"lab_switch {s} {int(s not in config.DEFAULT_OFF)}"
+                    for s in sorted(workloads.shown_switches())]
+
+
+def test_a_mode_sets_every_switch_the_kernel_shows_and_others_off():
+    """A run's switches do not depend on the boot's defaults or on the
+    workloads run before it: an "off" mode is every switch off (the 6.12
+    path; on arm64 contpte_early_exit, default on, would otherwise speed
+    up every contiguous read of an "off" run), an "on" mode the series'
+    own switches alone."""
+    w = workloads.BY_NAME["file-reclaim"]
+    for arch_name in ("x86_64", "arm64"):
+        shown = set(workloads.shown_switches(arch_name))
+        assert set(w.settings("off", arch_name)) == shown
+        assert set(w.settings("off", arch_name).values()) == {0}
+        on = w.settings("on", arch_name)
+        assert {s for s, v in on.items() if v} == {"referenced_batch", "unmap_batch"}
+    assert "contpte_early_exit" in workloads.shown_switches("arm64")
+    assert "contpte_early_exit" not in workloads.shown_switches("x86_64")
+    assert "contpte_early_exit" not in workloads.shown_switches()
+    text = workloads.plan([w], 1, "patched", quick=True, arch_name="arm64")
+    first = text.split("lab_bench")[0]
+    assert "lab_switch contpte_early_exit 0" in first
+    assert "lab_switch mremap_batch 0" in first
+
+
+def test_state_check_refuses_a_run_whose_other_switch_was_on():
+    """The read-back check covers every switch a mode writes, not only the
+    mode's own: an "off" run that found contpte_early_exit on is left out."""
+    w = workloads.BY_NAME["file-reclaim"]
+    knobs = {f"foliobatch/{s}": "0" for s in workloads.shown_switches("arm64")}
+    rec = {"arch": "arm64", "knobs": dict(knobs), "foliobatch_dir": 1}
+    switches = tuple(workloads.shown_switches("arm64"))
+    assert not [p for p in bench.state_problems(w, "patched", "off", rec)
+                if p.startswith(switches)]
+    rec["knobs"]["foliobatch/contpte_early_exit"] = "1"
+    why = bench.state_problems(w, "patched", "off", rec)
+    assert any(p.startswith("contpte_early_exit reads 1") for p in why), why
 
 
 def test_stock_plan_never_touches_switches():

@@ -142,7 +142,7 @@ def state_problems(w, flavour, mode, rec):
     elif not rec["foliobatch_dir"]:
         why.append("no /sys/kernel/mm/foliobatch")
     else:
-        for sw, v in sorted(w.mode_switches(mode, rec.get("arch")).items()):
+        for sw, v in sorted(w.settings(mode, rec.get("arch")).items()):
             got = knobs.get(f"foliobatch/{sw}")
             if got != str(v):
                 why.append(f"{sw} reads {got if got is not None else 'nothing'}, "

@@ -182,6 +182,24 @@ class Workload:
         hidden = config.HIDDEN_SWITCHES.get(arch_name, ())
         return {s: v for s, v in self.modes.get(mode, {}).items() if s not in hidden}
 
+    def settings(self, mode, arch_name=None):
+        """{switch: value} a run of @mode writes: every switch the kernel
+        of @arch_name shows, the mode's own as the mode sets them and every
+        other one off, so that a mode measures its series against stock
+        (an "off" mode is then the 6.12 code path whatever the other
+        switches default to) and a run does not depend on which workloads
+        ran before it.  With no @arch_name, the switches every arch shows."""
+        return {**{s: 0 for s in shown_switches(arch_name)},
+                **self.mode_switches(mode, arch_name)}
+
+
+def shown_switches(arch_name=None):
+    """The switches the kernel of @arch_name shows, in config.SWITCHES's
+    order; with no @arch_name, those of every arch."""
+    hidden = config.HIDDEN_SWITCHES.get(arch_name) if arch_name else \
+        {s for h in config.HIDDEN_SWITCHES.values() for s in h}
+    return [s for s in config.SWITCHES if s not in hidden]
+
 
 def boot_kwargs(boot, extra=()):
     """run.boot() arguments of a Workload.boot: as they are, but "numa"
@@ -794,7 +812,7 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
         argv = " ".join(w.quick if quick else w.argv)
         lines.append(w.setup)
         if flavour == "patched":
-            for sw, v in sorted(w.mode_switches(m, sw_arch).items()):
+            for sw, v in sorted(w.settings(m, sw_arch).items()):
                 lines.append(f"lab_switch {sw} {v}")
         lines.append("sync; echo 3 > /proc/sys/vm/drop_caches")
         traced = r == PROBE_REP and w.histograms and hists
@@ -805,9 +823,10 @@ def plan(workloads, reps, flavour, quick, rep0=0, only_mode=None, arch_name=None
             lines.append(f"lab_hist_dump {w.name} {m} {r}")
 
     def reset():
+        """Every switch back at the kernel's default (no foliobatch=)."""
         if flavour == "patched":
-            for sw in sorted({s for w in workloads for s in w.switches(sw_arch)}):
-                lines.append(f"lab_switch {sw} 1")
+            for sw in sorted(shown_switches(sw_arch)):
+                lines.append(f"lab_switch {sw} {int(sw not in config.DEFAULT_OFF)}")
 
     for r in range(rep0, rep0 + reps):
         for w in workloads:
