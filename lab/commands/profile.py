@@ -125,7 +125,8 @@ def profile_boot(arch_name, flavour, w, mode, quick, outdir, so):
     say(f"profile boot {arch_name}/{tag}: {w.name}")
     b = run.boot(run.BootSpec(
         arch=arch_name, kernel=kernel,
-        plan=workloads.plan([w], 1, flavour, quick, only_mode=mode),
+        plan=workloads.plan([w], 1, flavour, quick, only_mode=mode,
+                            switch_arch=arch_name),
         env={"LAB_ARCH": arch_name, "LAB_FLAVOUR": flavour, "LAB_VARIANT": "default"},
         name=f"{arch_name}-profile-{w.name}-{tag}",
         **dict(bench.boot_args(quick),
