@@ -22,9 +22,10 @@ THP = "transparent_hugepage"
 
 
 def knobs(thp="none", lru=None, sizes=("16kB", "64kB", "2048kB"), **switches):
-    """benchrun's read-back of a patched kernel after 'lab_thp_only thp':
-    every switch 1 unless given."""
-    k = {f"foliobatch/{s}": str(switches.get(s, 1)) for s in SWITCHES}
+    """benchrun's read-back of a patched kernel after 'lab_thp_only thp'
+    and a mode's switches: every switch 0 unless given (a mode writes
+    every switch, the others off: Workload.settings())."""
+    k = {f"foliobatch/{s}": str(switches.get(s, 0)) for s in SWITCHES}
     k[f"{THP}/enabled"] = "never"
     for size in sizes:
         k[f"{THP}/hugepages-{size}/enabled"] = "always" if size == thp else "never"
@@ -48,7 +49,7 @@ def rec(workload, mode, rep, t=1000, flavour="patched", exit=0, state=None, **me
 
 
 def mremap4k(mode, rep, **kw):
-    sw = {"mremap_batch": 0} if mode == "off" else {}
+    sw = {"mremap_batch": 0 if mode == "off" else 1}
     state = kw.pop("state", None)
     flavour = kw.get("flavour", "patched")
     if state is None and flavour == "patched":
@@ -135,7 +136,7 @@ def test_a_run_that_lost_stores_is_left_out_and_fails_the_bench(tmp_path, monkey
 
 # A run is its mode only when benchrun read back the mode's switches.
 def test_a_run_whose_switch_reads_back_otherwise_is_left_out(tmp_path, monkeypatch):
-    wrong = mremap4k("off", 0, state=knobs())          # mremap_batch still 1
+    wrong = mremap4k("off", 0, state=knobs(mremap_batch=1))  # still 1
     kept, boot = boot_once(monkeypatch, tmp_path,
                            bench_lines(wrong, mremap4k("on", 0)))
     assert [r["mode"] for r in kept] == ["on"]
@@ -145,21 +146,22 @@ def test_a_run_whose_switch_reads_back_otherwise_is_left_out(tmp_path, monkeypat
 def test_state_problems_per_knob():
     w64 = workloads.BY_NAME["mremap-64k"]
     assert bench.state_problems(w64, "patched", "on", rec(
-        "mremap-64k", "on", 0, state=knobs("64kB"))) == []
+        "mremap-64k", "on", 0, state=knobs("64kB", mremap_batch=1))) == []
     # a THP size the setup turned on reads never, another reads always
     got = bench.state_problems(w64, "patched", "on", rec(
-        "mremap-64k", "on", 0, state=knobs("2048kB")))
+        "mremap-64k", "on", 0, state=knobs("2048kB", mremap_batch=1)))
     assert got == ["THP 2048kB reads always, lab_thp_only 64kB sets never",
                    "THP 64kB reads never, lab_thp_only 64kB sets always"]
     # the top-level setting
-    s = knobs("64kB")
+    s = knobs("64kB", mremap_batch=1)
     s[f"{THP}/enabled"] = "always"
     assert bench.state_problems(w64, "patched", "on", rec(
         "mremap-64k", "on", 0, state=s)) == \
         ["THP enabled reads always, lab_thp_only 64kB sets never"]
     # a kernel without the size the workload needs
     assert bench.state_problems(w64, "patched", "on", rec(
-        "mremap-64k", "on", 0, state=knobs("none", sizes=("2048kB",)))) == \
+        "mremap-64k", "on", 0, state=knobs("none", sizes=("2048kB",),
+                                           mremap_batch=1))) == \
         ["no THP size 64kB"]
     # MGLRU: lru_gen/enabled reads a mask; y sets bit 0, n clears it
     wm, wf = workloads.BY_NAME["file-reclaim-mglru"], workloads.BY_NAME["file-reclaim"]
@@ -171,11 +173,12 @@ def test_state_problems_per_knob():
         ["lru_gen/enabled reads 0x0000, the setup sets y"]
     assert bench.state_problems(wf, "patched", "referenced", rec(
         "file-reclaim", "referenced", 0,
-        state=knobs(lru="0x0007", unmap_batch=0))) == \
+        state=knobs(lru="0x0007", referenced_batch=1))) == \
         ["lru_gen/enabled reads 0x0007, the setup sets n"]
     # every switch of a mode with several
     assert bench.state_problems(wf, "patched", "referenced", rec(
-        "file-reclaim", "referenced", 0, state=knobs(lru="0x0000"))) == \
+        "file-reclaim", "referenced", 0,
+        state=knobs(lru="0x0000", referenced_batch=1, unmap_batch=1))) == \
         ["unmap_batch reads 1, mode referenced sets 0"]
     # a record without the read-back (a benchrun from before it) is not trusted
     r = rec("mremap-4k", "on", 0)

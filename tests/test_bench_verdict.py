@@ -106,7 +106,7 @@ def test_a_failed_run_fails_the_bench_and_its_row(tmp_path, monkeypatch, kind):
 # switch off, so none gives a figure, nor does the check against stock.
 def test_a_switch_that_reads_back_otherwise_fails_the_whole_workload(tmp_path,
                                                                       monkeypatch):
-    wrong = mremap4k("off", 0, state=knobs())
+    wrong = mremap4k("off", 0, state=knobs(mremap_batch=1))
     rc, out, md = _bench(tmp_path, monkeypatch, bench_lines(wrong, mremap4k("on", 0)))
     assert rc != 0
     _assert_failed(md, "on")

@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -850,6 +851,100 @@ TEST_F_TIMEOUT(node, mbind_strict, 120)
 			TH_LOG("mbind(node 0, MPOL_MF_STRICT): %s", strerror(errno));
 		ASSERT_EQ(NR_PTES, lab_check_pat(p, 0, NR_PTES, 1) / (PSZ / 8));
 		munmap(p, LEN);
+	}
+}
+
+/*
+ * Proves mincore_batch leaves migration entries to 6.12's answer (resident:
+ * mincore() counts a migration entry as present): 16 folios of 64 kB
+ * written on node 0, which a second thread migrate_pages()s to node 1 and
+ * back in a loop while this one asks mincore() of the whole region and,
+ * between two calls, reads pagemap to count the migration entries it
+ * catches, until the mover has completed RB_MOVES rounds (or 60 s have
+ * passed).  With the switch at 0 and at 1: every answer is all resident,
+ * pagemap caught at least one migration entry (so mincore() ran over
+ * some), the mover completed its rounds, and the data reads back.
+ */
+#define RB_MOVES	20
+
+struct rb_mover {
+	volatile int stop;
+	long rounds;
+	int err;
+};
+
+static void *rb_move_loop(void *arg)
+{
+	struct rb_mover *m = arg;
+	unsigned long n0 = 1, n1 = 2;
+
+	while (!m->stop) {
+		if (syscall(SYS_migrate_pages, 0, 64, &n0, &n1) < 0 ||
+		    syscall(SYS_migrate_pages, 0, 64, &n1, &n0) < 0) {
+			m->err = errno;
+			return NULL;
+		}
+		m->rounds++;
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(node, mincore_migrating, 300)
+{
+	struct lab_env *env = &self->env;
+	unsigned char vec[NR_PTES];
+	uint64_t pm[NR_PTES];
+	long bad[2], caught[2], rounds[2], i;
+	struct rb_mover m;
+	int pm_err = 0;
+	time_t end;
+	pthread_t t;
+	size_t k;
+	char *p;
+	int v;
+
+	if (!rb_arm64())
+		SKIP(return, "no contiguous PTEs on this arch: mincore_batch is not built");
+	lab_env_setup(_metadata, env, RB_DIR "/mincore_batch",
+		      FOLIO / LAB_SZ_1K, false);
+	for (v = 0; v < 2; v++) {
+		lab_env_mode(_metadata, env, v);
+		p = rb_map_on_node0(_metadata, env);
+		ASSERT_NE(NULL, p);
+		memset(&m, 0, sizeof(m));
+		bad[v] = caught[v] = 0;
+		ASSERT_EQ(0, pthread_create(&t, NULL, rb_move_loop, &m));
+		end = time(NULL) + 60;
+		for (i = 0; m.rounds < RB_MOVES && !m.err && time(NULL) < end; i++) {
+			if (mincore(p, LEN, vec)) {
+				bad[v] = -errno;
+				break;
+			}
+			for (k = 0; k < NR_PTES; k++)
+				bad[v] += !(vec[k] & 1);
+			if (lab_pagemap_read(env->pm_fd, p, NR_PTES, pm)) {
+				pm_err = errno ? errno : EIO;
+				break;
+			}
+			for (k = 0; k < NR_PTES; k++)
+				caught[v] += !!(pm[k] & LAB_PM_SWAP);
+		}
+		m.stop = 1;
+		pthread_join(t, NULL);
+		rounds[v] = m.rounds;
+		ksft_print_msg("%s: %ld mincore() calls against %ld rounds of migration, %ld migration entries caught by pagemap, %ld non-resident answers\n",
+			       env->mode, i, rounds[v], caught[v], bad[v]);
+		ASSERT_LE(0, bad[v]) TH_LOG("mincore(): %s", strerror(-bad[v]));
+		ASSERT_EQ(0, pm_err) TH_LOG("pagemap: %s", strerror(pm_err));
+		ASSERT_EQ(0, m.err) TH_LOG("migrate_pages: %s", strerror(m.err));
+		ASSERT_EQ(NR_PTES, lab_check_pat(p, 0, NR_PTES, 1) / (PSZ / 8));
+		munmap(p, LEN);
+		EXPECT_EQ(0, bad[v]) TH_LOG("%s: mincore() answered a migrating page as not resident",
+					    env->mode);
+		EXPECT_LT(0, caught[v]) TH_LOG("%s: no migration entry met: the test proved nothing",
+					       env->mode);
+		EXPECT_LE(RB_MOVES, rounds[v]) TH_LOG("%s: the mover completed %ld rounds in 60 s",
+						      env->mode, rounds[v]);
 	}
 }
 

@@ -261,7 +261,8 @@ ARCH_LEFT_OUT = {
                           "x86_64 has no contiguous PTEs: move_ptes() never batches there",
                           "* has no contiguous PTEs: move_ptes() never batches there*")],
         "read_batch": [(("contpte_reads", "mincore_visits", "smaps_and_mlock",
-                         "mincore_vector", "mincore_swapped", "fold_race"),
+                         "mincore_vector", "mincore_swapped", "fold_race",
+                         "mincore_migrating"),
                         "x86_64 has no contiguous PTEs: no contpte_ptep_get(), and "
                         "contpte_early_exit and mincore_batch are not built there",
                         "no contiguous PTEs on this arch: *")],
@@ -285,7 +286,7 @@ ARCH_LEFT_OUT = {
     },
 }
 BOOT_LEFT_OUT = {
-    "tests": {"read_batch": [(("mbind_move", "mbind_strict"),
+    "tests": {"read_batch": [(("mbind_move", "mbind_strict", "mincore_migrating"),
                               "needs two NUMA nodes: the numa boot runs it",
                               "one NUMA node: *")]},
     "cortex-a72": {"reclaim_batch": [(("mglru_walk_calls",),
@@ -387,7 +388,7 @@ RACE_TESTS = {
 # is a socket of its own (the later -smp wins over run.qemu_cmd's): two
 # cores of one socket share a last-level cache, and x86 warns at boot when
 # such siblings sit on different nodes.
-NUMA_TESTS = {"read_batch": ("mbind_move", "mbind_strict")}
+NUMA_TESTS = {"read_batch": ("mbind_move", "mbind_strict", "mincore_migrating")}
 NUMA_UPSTREAM = {"mkdirty": None}
 NUMA_QEMU = ("-smp", "2,sockets=2,cores=1,threads=1",
              "-object", "memory-backend-ram,id=lab-m0,size=1024M",
