@@ -855,6 +855,32 @@ TEST_F_TIMEOUT(node, mbind_strict, 120)
 }
 
 /*
+ * A second thread of a race test: runs @round on @p until @stop, counting
+ * the rounds; a round that fails leaves its errno in @err and ends it.
+ */
+struct rb_race {
+	char *p;
+	int (*round)(char *p);
+	volatile int stop;
+	long rounds;
+	int err;
+};
+
+static void *rb_race_loop(void *arg)
+{
+	struct rb_race *r = arg;
+
+	while (!r->stop) {
+		if (r->round(r->p)) {
+			r->err = errno;
+			return NULL;
+		}
+		r->rounds++;
+	}
+	return NULL;
+}
+
+/*
  * Proves mincore_batch leaves migration entries to 6.12's answer (resident:
  * mincore() counts a migration entry as present): 16 folios of 64 kB
  * written on node 0, which a second thread migrate_pages()s to node 1 and
@@ -867,26 +893,15 @@ TEST_F_TIMEOUT(node, mbind_strict, 120)
  */
 #define RB_MOVES	20
 
-struct rb_mover {
-	volatile int stop;
-	long rounds;
-	int err;
-};
-
-static void *rb_move_loop(void *arg)
+/* One round of the mover: the whole process to node 1 and back. */
+static int rb_move_round(char *p)
 {
-	struct rb_mover *m = arg;
 	unsigned long n0 = 1, n1 = 2;
 
-	while (!m->stop) {
-		if (syscall(SYS_migrate_pages, 0, 64, &n0, &n1) < 0 ||
-		    syscall(SYS_migrate_pages, 0, 64, &n1, &n0) < 0) {
-			m->err = errno;
-			return NULL;
-		}
-		m->rounds++;
-	}
-	return NULL;
+	if (syscall(SYS_migrate_pages, 0, 64, &n0, &n1) < 0 ||
+	    syscall(SYS_migrate_pages, 0, 64, &n1, &n0) < 0)
+		return -1;
+	return 0;
 }
 
 TEST_F_TIMEOUT(node, mincore_migrating, 300)
@@ -895,7 +910,7 @@ TEST_F_TIMEOUT(node, mincore_migrating, 300)
 	unsigned char vec[NR_PTES];
 	uint64_t pm[NR_PTES];
 	long bad[2], caught[2], rounds[2], i;
-	struct rb_mover m;
+	struct rb_race m;
 	int pm_err = 0;
 	time_t end;
 	pthread_t t;
@@ -912,8 +927,9 @@ TEST_F_TIMEOUT(node, mincore_migrating, 300)
 		p = rb_map_on_node0(_metadata, env);
 		ASSERT_NE(NULL, p);
 		memset(&m, 0, sizeof(m));
+		m.round = rb_move_round;
 		bad[v] = caught[v] = 0;
-		ASSERT_EQ(0, pthread_create(&t, NULL, rb_move_loop, &m));
+		ASSERT_EQ(0, pthread_create(&t, NULL, rb_race_loop, &m));
 		end = time(NULL) + 60;
 		for (i = 0; m.rounds < RB_MOVES && !m.err && time(NULL) < end; i++) {
 			if (mincore(p, LEN, vec)) {
@@ -957,35 +973,23 @@ TEST_F_TIMEOUT(node, mincore_migrating, 300)
  * complains, with both switches on.
  * Meant for the lab's mttcg boot (vCPUs running at once).
  */
-struct rb_race {
-	char *p;
-	volatile int stop;
-	long rounds;
-	int err;
-};
-
-static void *rb_folder(void *arg)
+/* One round of the folder: half of each block read-only and back. */
+static int rb_fold_round(char *p)
 {
-	struct rb_race *r = arg;
 	size_t f;
 
-	while (!r->stop) {
-		for (f = 0; f < NR_FOLIOS; f++) {
-			if (mprotect(r->p + f * FOLIO, FOLIO / 2, PROT_READ) ||
-			    mprotect(r->p + f * FOLIO, FOLIO / 2, RW)) {
-				r->err = errno;
-				return NULL;
-			}
-		}
-		r->rounds++;
+	for (f = 0; f < NR_FOLIOS; f++) {
+		if (mprotect(p + f * FOLIO, FOLIO / 2, PROT_READ) ||
+		    mprotect(p + f * FOLIO, FOLIO / 2, RW))
+			return -1;
 	}
-	return NULL;
+	return 0;
 }
 
 TEST_F_TIMEOUT(same, fold_race, 300)
 {
 	struct lab_env *env = &self->env;
-	struct rb_race r = { 0 };
+	struct rb_race r = { .round = rb_fold_round };
 	unsigned char vec[NR_PTES];
 	struct lab_knob mc;
 	pthread_t t;
@@ -1001,7 +1005,7 @@ TEST_F_TIMEOUT(same, fold_race, 300)
 	lab_env_mode(_metadata, env, 1);
 	r.p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, r.p);
-	ASSERT_EQ(0, pthread_create(&t, NULL, rb_folder, &r));
+	ASSERT_EQ(0, pthread_create(&t, NULL, rb_race_loop, &r));
 	for (i = 0; i < 200; i++) {
 		ASSERT_EQ(0, mincore(r.p, LEN, vec));
 		for (k = 0; k < NR_PTES; k++)
