@@ -187,4 +187,5 @@ def test_switch_on_vs_stock_follows_the_stock_runs(tmp_path):
     m["sha256"]["runs.json"] = hashlib.sha256((d / fig.results / "runs.json").read_bytes()).hexdigest()
     (d / fig.results / "manifest.json").write_text(json.dumps(m))
     after = cell()
-    assert before != after and after.startswith("-50.0%")
+    # on over twice stock: half of what it was, about -50%
+    assert before != after and after.startswith(("-49.", "-50."))
