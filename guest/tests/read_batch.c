@@ -880,17 +880,6 @@ static void *rb_race_loop(void *arg)
 	return NULL;
 }
 
-/*
- * Proves mincore_batch leaves migration entries to 6.12's answer (resident:
- * mincore() counts a migration entry as present): 16 folios of 64 kB
- * written on node 0, which a second thread migrate_pages()s to node 1 and
- * back in a loop while this one asks mincore() of the whole region and,
- * between two calls, reads pagemap to count the migration entries it
- * catches, until the mover has completed RB_MOVES rounds (or 60 s have
- * passed).  With the switch at 0 and at 1: every answer is all resident,
- * pagemap caught at least one migration entry (so mincore() ran over
- * some), the mover completed its rounds, and the data reads back.
- */
 #define RB_MOVES	20
 
 /* One round of the mover: the whole process to node 1 and back. */
@@ -904,6 +893,17 @@ static int rb_move_round(char *p)
 	return 0;
 }
 
+/*
+ * Proves mincore_batch leaves migration entries to 6.12's answer (resident:
+ * mincore() counts a migration entry as present): 16 folios of 64 kB
+ * written on node 0, which a second thread migrate_pages()s to node 1 and
+ * back in a loop while this one asks mincore() of the whole region and,
+ * between two calls, reads pagemap to count the migration entries it
+ * catches, until the mover has completed RB_MOVES rounds (or 60 s have
+ * passed).  With the switch at 0 and at 1: every answer is all resident,
+ * pagemap caught at least one migration entry (so mincore() ran over
+ * some), the mover completed its rounds, and the data reads back.
+ */
 TEST_F_TIMEOUT(node, mincore_migrating, 300)
 {
 	struct lab_env *env = &self->env;
@@ -964,15 +964,6 @@ TEST_F_TIMEOUT(node, mincore_migrating, 300)
 	}
 }
 
-/*
- * Proves the early exit and the mincore batch under folds and unfolds on
- * another CPU: one thread makes half of a 64 kB block read-only and back
- * (an unfold, then a fold, both under the page table lock) in a loop while
- * this one reads smaps and mincore() of it; every mincore() answer is all
- * resident, the data stays, and nothing on the console (the lab's scan)
- * complains, with both switches on.
- * Meant for the lab's mttcg boot (vCPUs running at once).
- */
 /* One round of the folder: half of each block read-only and back. */
 static int rb_fold_round(char *p)
 {
@@ -986,6 +977,15 @@ static int rb_fold_round(char *p)
 	return 0;
 }
 
+/*
+ * Proves the early exit and the mincore batch under folds and unfolds on
+ * another CPU: one thread makes half of a 64 kB block read-only and back
+ * (an unfold, then a fold, both under the page table lock) in a loop while
+ * this one reads smaps and mincore() of it; every mincore() answer is all
+ * resident, the data stays, and nothing on the console (the lab's scan)
+ * complains, with both switches on.
+ * Meant for the lab's mttcg boot (vCPUs running at once).
+ */
 TEST_F_TIMEOUT(same, fold_race, 300)
 {
 	struct lab_env *env = &self->env;

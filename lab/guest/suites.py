@@ -306,9 +306,10 @@ def _left_out_tables(arch_name, boot):
 def left_out(arch_name, prog, boot="tests"):
     """The test names of own program prog that arch_name's plans for boot
     leave out (ARCH_LEFT_OUT, BOOT_LEFT_OUT: {arch or boot: {program:
-    [(test names, why, skip message)]}})."""
-    return tuple(n for table in _left_out_tables(arch_name, boot)
-                 for names, _, _ in table.get(prog, ()) for n in names)
+    [(test names, why, skip message)]}}), each once: a test may be in both
+    tables (an arch-only test that needs a boot of its own)."""
+    return tuple(dict.fromkeys(n for table in _left_out_tables(arch_name, boot)
+                               for names, _, _ in table.get(prog, ()) for n in names))
 
 
 def left_out_lines(arch_name, boot="tests"):
