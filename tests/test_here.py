@@ -24,7 +24,7 @@ def test_bundle_plan_runs_the_programs_of_the_bundle_without_kprobes():
     ws = [workloads.BY_NAME["pt-reclaim"], workloads.BY_NAME["file-reclaim"]]
     plan = here.bundle_plan(ws, 2, quick=True)
     assert "/lab/" not in plan and "benchrun" not in plan and "cd /tmp" not in plan
-    assert 'lab_bench pt-reclaim off 0 -- "$LAB_HOME"/bench/ptreclaim 512' in plan
+    assert 'lab_bench pt-reclaim off 0 -- "$LAB_HOME"/bench/ptreclaim 256' in plan
     assert 'lab_bench file-reclaim on 1 -- "$LAB_HOME"/bench/filereclaim 256 80' in plan
     assert "lab_drop_caches" in plan and "drop_caches" not in plan.replace(
         "lab_drop_caches", "")
@@ -161,7 +161,7 @@ def test_run_here_runs_skips_and_reports(tmp_path):
     assert len(runs) == 4 and (out / "runs.json").exists()
     assert {r["mode"] for r in runs} == {"off", "on"}
     assert all(r["clock"] == "native" and r["flavour"] == "patched" for r in runs)
-    assert runs[0]["scale"] == "512 regions of 2 MB"
+    assert runs[0]["scale"] == "256 regions of 2 MB"
     report.write(out, runs, [workloads.BY_NAME["pt-reclaim"]], [runs[0]["arch"]],
                  lambda s: True)
     md = (out / "report.md").read_text()
