@@ -67,3 +67,12 @@ def test_cold_is_a_new_machine_and_both_times_are_given(tmp_path):
         (tmp_path / d / "manifest.json").unlink()
     assert "b-partial" in jobtime.readme_block(tmp_path) or \
         "c-built" in jobtime.readme_block(tmp_path)
+
+
+def test_a_warm_time_says_how_many_boots_it_did_not_run(tmp_path):
+    manifest(tmp_path / "a-main", written="2026-11-29 09:00:00")
+    (tmp_path / "a-main" / "boots.json").write_text(json.dumps(
+        [{"name": "x86_64-bench-patched-r0", "reused": ""},
+         {"name": "x86_64-bench-stock-r0", "reused": "/w/stock-cache/x.json"}]))
+    block = jobtime.readme_block(tmp_path)
+    assert "1 of its 2 boots the stored boots of the same stock kernels" in block

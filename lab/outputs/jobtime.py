@@ -53,8 +53,18 @@ def stored(results_dir):
             continue
         key = (data.get("written", ""), m.parent.name)
         if job not in newest or key > newest[job][:2]:
-            newest[job] = key + (data,)
+            newest[job] = key + (dict(data, boots=_boots(m.parent)),)
     return newest
+
+
+def _boots(d):
+    """(boots, boots reused from the stored stock boots) of a results
+    directory's boots.json, or None without one."""
+    try:
+        boots = json.loads((d / "boots.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return len(boots), sum(1 for b in boots if b.get("reused"))
 
 
 def command(kind_):
@@ -72,6 +82,10 @@ def sentence(job, entry):
                f"{data['compiled']:,} compilations")
     else:
         how = testsummary.warmth(data.get("compiled"))
+    boots = data.get("boots")
+    if boots and boots[1]:
+        how += (f", {boots[1]} of its {boots[0]} boots the stored boots of the "
+                "same stock kernels, image and plan (not run again)")
     return (f"{command(job)} ({arches}, commit {data.get('lab_commit', '?')[:7]}, "
             f"{written[:10]}): {mmss(data['elapsed_s'])} on the project's machine"
             f"{how} ([results/{name}](docs/results/{name}/report.md))")
