@@ -23,12 +23,13 @@ def test_boot_param_sets_two_switches_off_and_ignores_the_rest():
     # no_such_switch=1 is unknown, mremap_batch=2 is no boolean: both ignored
     assert suites.expected_switches(suites.BOOT_PARAM, "x86_64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
-        "mglru_young_batch=1,reclaim_tlb_batch=0,mprotect_batch=1,mbind_batch=1")
+        "mglru_young_batch=1,reclaim_tlb_batch=0,mprotect_batch=1,mbind_batch=1,"
+        "anon_unmap_batch=0")
     # arm64 also shows its contiguous-PTE switches
     assert suites.expected_switches(suites.BOOT_PARAM, "arm64") == (
         "pt_reclaim=0,mremap_batch=1,referenced_batch=1,unmap_batch=0,"
         "mglru_young_batch=1,reclaim_tlb_batch=0,mprotect_batch=1,"
-        "contpte_early_exit=1,mincore_batch=1,mbind_batch=1")
+        "contpte_early_exit=1,mincore_batch=1,mbind_batch=1,anon_unmap_batch=0")
 
 
 def test_the_boot_param_plan_exports_what_boot_param_sets_once():
@@ -46,7 +47,7 @@ def test_a_changed_boot_param_changes_the_expected_values(monkeypatch):
     assert after != before
     assert after == ["pt_reclaim=0,mremap_batch=0,referenced_batch=0,unmap_batch=0,"
                      "mglru_young_batch=0,reclaim_tlb_batch=1,mprotect_batch=0,"
-                     "mbind_batch=0"]
+                     "mbind_batch=0,anon_unmap_batch=0"]
 
 
 def test_the_test_plan_expects_the_defaults():
@@ -58,7 +59,7 @@ def test_the_test_plan_expects_the_defaults():
             assert exported(plan, uname) == [defaults(arch_name)]
 
 
-@pytest.mark.parametrize("arch_name, count", [("x86_64", 8), ("arm64", 10)])
+@pytest.mark.parametrize("arch_name, count", [("x86_64", 9), ("arm64", 11)])
 def test_every_shown_switch_is_named_once_in_config_order(arch_name, count):
     names = [item.split("=")[0] for item in suites.expected_switches("", arch_name).split(",")]
     assert names == [s for s in config.SWITCHES

@@ -24,12 +24,13 @@
 #include "lab_test.h"
 
 #define FB_DIR	"/sys/kernel/mm/foliobatch"
-#define FB_NR	10
+#define FB_NR	11
 
 static const char * const fb_names[FB_NR] = {
 	"pt_reclaim", "mremap_batch", "referenced_batch", "unmap_batch",
 	"mglru_young_batch", "reclaim_tlb_batch", "mprotect_batch",
 	"contpte_early_exit", "mincore_batch", "mbind_batch",
+	"anon_unmap_batch",
 };
 
 /* Returns 0 or 1 if the switch reads exactly "0\n" or "1\n", else -1. */

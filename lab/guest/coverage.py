@@ -73,6 +73,11 @@ GROUPS = (
                                      "mbind_batch"), own=("read_batch",),
           why="entries read per ptep_get(), mincore() answers, folios "
               "queued by mbind(), each against the switch off"),
+    Group("anonymous swap-out batching", "0048-0052", ("anon_unmap_batch",),
+          own=("anon_unmap_batch",), upstream=("cow", "uffd-unit-tests"),
+          why="data, anon-exclusive, uffd-wp and soft-dirty bits across "
+              "swap-out and swap-in, swapoff after it, calls per folio, races "
+              "with writes, fork() and MADV_DONTNEED"),
 )
 
 

@@ -51,7 +51,9 @@ SHORT_VARIANT = "nosplit"
 # that need the debug config's NUMA balancing, arm64's MTE
 # (configs/arm64-debug.config, booted with mte=on) or the debug config's
 # CONFIG_DEBUG_VM checks on arm64 (the break-before-make check of contpte
-# blocks) (program -> test names as -t takes them: the test's own name,
+# blocks), and anon_unmap_batch's data and race tests, whose swap-out the
+# debug config's CONFIG_DEBUG_VM checks (rmap, swap counts, anon-exclusive)
+# (program -> test names as -t takes them: the test's own name,
 # without fixture or variant, which runs all its variants), and
 # the upstream programs that collapse and move page tables
 # (program -> the word its cases must have in their names, or None for the
@@ -62,7 +64,9 @@ NOSPLIT_TESTS = {"pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp",
                                 "collapse_race", "collapse_uffd_race"),
                  "mprotect_batch": ("numa_hinting", "tags_on_every_pte",
                                     "halves_then_whole",
-                                    "half_back_then_whole")}
+                                    "half_back_then_whole"),
+                 "anon_unmap_batch": ("pageout_data", "fork_then_reclaim",
+                                      "race_writes", "race_dontneed")}
 NOSPLIT_UPSTREAM = {"khugepaged": None, "uffd-unit-tests": "move"}
 
 # arm64 CPUs without FEAT_TLBIRANGE (Cortex-A72, Neoverse-N1) flush a range
@@ -283,6 +287,9 @@ ARCH_LEFT_OUT = {
         "mremap_batch": [(("soft_dirty_survives",),
                           "arm64 has no soft-dirty PTE bit in 6.12",
                           "no soft-dirty on * in 6.12")],
+        "anon_unmap_batch": [(("soft_dirty_kept",),
+                              "arm64 has no soft-dirty PTE bit in 6.12",
+                              "no soft-dirty on * in 6.12")],
     },
 }
 BOOT_LEFT_OUT = {
@@ -381,6 +388,7 @@ RACE_TESTS = {
     "pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp", "collapse_race"),
     "reclaim_tlb": ("no_lost_write_anon", "no_lost_write_file", "pt_race_under_reclaim"),
     "read_batch": ("fold_race",),
+    "anon_unmap_batch": ("race_writes", "race_fork", "race_dontneed"),
 }
 
 # The tests that need two NUMA nodes, run by a boot of the patched kernel
