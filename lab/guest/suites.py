@@ -13,7 +13,7 @@ from ..core import config
 from . import image
 
 # Own test program -> timeout in seconds (default 600).
-OWN_TIMEOUTS = {"reclaim_batch": 2400, "reclaim_tlb": 1800}
+OWN_TIMEOUTS = {"reclaim_batch": 2400, "reclaim_tlb": 1800, "anon_unmap_batch": 1200}
 
 # Upstream selftest -> (timeout in seconds, arguments)
 SELFTEST_ARGS = {
@@ -66,7 +66,8 @@ NOSPLIT_TESTS = {"pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp",
                                     "halves_then_whole",
                                     "half_back_then_whole"),
                  "anon_unmap_batch": ("pageout_data", "fork_then_reclaim",
-                                      "race_writes", "race_dontneed")}
+                                      "many_sharers", "race_writes",
+                                      "race_dontneed", "race_pin")}
 NOSPLIT_UPSTREAM = {"khugepaged": None, "uffd-unit-tests": "move"}
 
 # arm64 CPUs without FEAT_TLBIRANGE (Cortex-A72, Neoverse-N1) flush a range
@@ -388,7 +389,7 @@ RACE_TESTS = {
     "pt_reclaim": ("race", "uffd_move_race", "uffd_move_race_thp", "collapse_race"),
     "reclaim_tlb": ("no_lost_write_anon", "no_lost_write_file", "pt_race_under_reclaim"),
     "read_batch": ("fold_race",),
-    "anon_unmap_batch": ("race_writes", "race_fork", "race_dontneed"),
+    "anon_unmap_batch": ("race_writes", "race_fork", "race_dontneed", "race_pin"),
 }
 
 # The tests that need two NUMA nodes, run by a boot of the patched kernel
