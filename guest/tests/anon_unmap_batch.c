@@ -426,17 +426,19 @@ struct au_report {
 	long long calls[NR_PR];
 };
 
-static void au_child_calls(int pm_fd, int out)
+static void au_child_calls(int out)
 {
 	struct au_report rep = { 0 };
 	long long before[NR_PR];
 	char name[32];
+	int i, pm_fd;
 	char *p;
-	int i;
 
+	/* the parent's pagemap fd reads the parent's mm: open our own */
+	pm_fd = open("/proc/self/pagemap", O_RDONLY);
 	p = au_map_filled(0x63);
-	if (!p) {
-		rep.err = -ENOMEM;
+	if (pm_fd < 0 || !p) {
+		rep.err = pm_fd < 0 ? -errno : -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < NR_PR; i++) {
@@ -496,7 +498,7 @@ TEST_F_TIMEOUT(au, batch_calls, 300)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		close(out[0]);
-		au_child_calls(self->pm_fd, out[1]);
+		au_child_calls(out[1]);
 	}
 	close(out[1]);
 	ASSERT_EQ((ssize_t)sizeof(rep), read(out[0], &rep, sizeof(rep)));
@@ -553,7 +555,7 @@ static int au_uffd_wp(char *p)
 		.range = { .start = (unsigned long)p, .len = LEN },
 		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
 	};
-	int fd = lab_uffd_open(), err;
+	int fd = lab_uffd_open_features(0), err;
 
 	if (fd < 0)
 		return fd;
