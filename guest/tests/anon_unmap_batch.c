@@ -741,14 +741,16 @@ static void *au_zapper(void *arg)
 }
 
 /*
- * Runs @fn in a thread against MADV_PAGEOUT of the whole region by this
- * one for RACE_SECS seconds, and checks the thread's findings and every
- * stamp (word 0 and words 2 up of every page) afterwards.
+ * Runs @fn in a thread against rounds of this one for RACE_SECS seconds,
+ * each round a read of every page (which swaps the region back in) and
+ * MADV_PAGEOUT of the whole region, and checks the thread's findings and
+ * every stamp (word 0 and words 2 up of every page) afterwards.
  */
 static void au_race(struct __test_metadata *_metadata, void *(*fn)(void *),
 		    const char *what)
 {
 	struct au_race r = { 0 };
+	uint64_t sink = 0;
 	long pageouts = 0;
 	size_t pg, w, bad = 0;
 	pthread_t t;
@@ -761,6 +763,9 @@ static void au_race(struct __test_metadata *_metadata, void *(*fn)(void *),
 	ASSERT_EQ(0, pthread_create(&t, NULL, fn, &r));
 	end = time(NULL) + RACE_SECS;
 	while (time(NULL) < end && !r.err) {
+		/* swap the region in, so that each round has folios to page out */
+		for (pg = 0; pg < NR_PTES; pg++)
+			sink += *(volatile uint64_t *)(r.p + pg * PSZ);
 		if (madvise(r.p, LEN, MADV_PAGEOUT)) {
 			r.err = errno;
 			break;
@@ -769,6 +774,7 @@ static void au_race(struct __test_metadata *_metadata, void *(*fn)(void *),
 	}
 	r.stop = 1;
 	pthread_join(t, NULL);
+	(void)sink;
 	for (pg = 0; pg < NR_PTES; pg++)
 		for (w = 0; w < WORDS; w++)
 			if (w != 1 && ((uint64_t *)(r.p + pg * PSZ))[w] != lab_pat(0x67, pg, w))
