@@ -599,6 +599,13 @@ KNOWN_FALSE = {
     "sparse: mm/mempolicy.c: warning: context imbalance in "
     "'queue_folios_pte_range_batched' - unexpected unlock":
         "the same report for the batched copy of queue_folios_pte_range() (0045)",
+    "sparse: mm/swapfile.c: warning: context imbalance in "
+    "'__swap_duplicate_nr_fast' - different lock contexts for basic block":
+        "stock 6.12's false report for __swap_entry_free() and the other "
+        "users of lock_cluster_or_swap_info(): it takes the cluster lock or, "
+        "without clusters, the swap device's, and sparse cannot follow "
+        "which one unlock_cluster_or_swap_info() releases "
+        "(swap_duplicate_nr()'s locked pass, 0049)",
     "sparse: arch/x86/include/asm/paravirt.h: warning: context imbalance in "
     "'change_pte_range_batched' - unexpected unlock":
         "the report above, placed where CONFIG_PARAVIRT_XXL (Debian's x86 "
