@@ -83,6 +83,9 @@ def test_the_summary_is_made_from_a_full_run_that_passed(lab_test):
     assert cli.main(["report", "--tests", str(f)]) == 0
     s = json.loads((config.REPO / "docs/results/test-summary.json").read_text())
     assert (s["commit"], s["passed"], s["failed"]) == ("abc1234", 1, 0)
+    assert "ccache_files" in s["start"] and s["start"]["kernels_built"] == []
+    kept = list((config.REPO / "docs/results/tests").glob("*-abc1234.json"))
+    assert [json.loads(k.read_text()) for k in kept] == [s]
     assert "**1 passed, 0 failed**" in (config.REPO / "README.md").read_text()
 
 

@@ -415,7 +415,7 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     # four kernels on a cold one (the manifest's "compiled")
     ccache0 = ccache_stats()
     misses0 = ccache_misses(ccache0)
-    start = start_state(arches, variant, ccache0)
+    start = build.start_state(arches, variant, ccache0)
     source.apply()
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
@@ -473,16 +473,6 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     say(f"{outdir / manifest.NAME}: exit status {status}, sha256 of runs.json and "
         "boots.json")
     return status
-
-
-def start_state(arches, variant, ccache):
-    """What the bench found when it started, for the manifest: the files in
-    ccache (@ccache: its counters then) and the kernels already built.  A
-    cold run (a new machine) is one with neither: outputs/jobtime.py tells
-    it from a warm one by them."""
-    return {"ccache_files": ccache.get("files_in_cache", 0),
-            "kernels_built": [f"{a}/{f}" for a in arches for f in config.FLAVOURS
-                              if build.image_path(a, variant, f).exists()]}
 
 
 PROVENANCE = (f"How these runs were made: {manifest.NAME} beside this report, written "

@@ -97,6 +97,11 @@ def _json(f, kind, keys, given):
     return data
 
 
+def TESTS_DIR():
+    """Where 'lab report --tests' keeps each summary it writes."""
+    return config.REPO / "docs" / "results" / "tests"
+
+
 def tests(rows_file=None):
     """'lab report --tests': docs/results/test-summary.json from a stored
     'lab test' run (rows_file, or the newest WORK/results/test-*.json), and
@@ -124,14 +129,17 @@ def tests(rows_file=None):
     refused = testsummary.refusal(meta, rows)
     if refused:
         raise LabError(f"{rows_file}: {refused}")
-    when = time.strftime("%Y-%m-%d", time.localtime(rows_file.stat().st_mtime))
-    s = testsummary.summarize(rows, meta["commit"], when, meta["time"],
-                              meta.get("compiled"))
+    mtime = time.localtime(rows_file.stat().st_mtime)
+    s = testsummary.summarize(rows, meta["commit"], time.strftime("%Y-%m-%d", mtime),
+                              meta["time"], meta.get("compiled"), meta.get("start"))
     out = config.REPO / "docs" / "results" / "test-summary.json"
     out.write_text(json.dumps(s, indent=1) + "\n")
+    kept = TESTS_DIR() / f"{time.strftime('%Y-%m-%d-%H%M', mtime)}-{s['commit']}.json"
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text(json.dumps(s, indent=1) + "\n")
     readme = config.REPO / "README.md"
-    readme.write_text(testsummary.replace_block(readme.read_text(),
-                                                testsummary.readme_block(s)))
+    block = testsummary.readme_block(s, testsummary.stored(TESTS_DIR()))
+    readme.write_text(testsummary.replace_block(readme.read_text(), block))
     say(f"{out} and README.md from {rows_file}: {s['passed']} passed, "
         f"{s['failed']} failed, {s['skipped']} skipped")
 

@@ -80,7 +80,7 @@ def run(arches, variant="default", only=None, pytest=True, own=True, upstream=Tr
     it left out (left_out())."""
     check_only(only)
     partial = left_out(arches, variant, only, pytest, own, upstream, harden_too, check_too)
-    tally = Tally()
+    tally = Tally(start=build.start_state(arches, variant))
     harden_too = harden_too and not only
     test.main(tally, arches, variant, pytest=pytest, own=own, upstream=upstream,
               only=only, use_cache=use_cache,

@@ -57,7 +57,7 @@ def patches_tree():
 
 
 class Tally:
-    def __init__(self):
+    def __init__(self, start=None):
         self.rows = []          # (status, name, detail)
         self.notes = []         # lines for the summary (note())
         self.timer = Timer()
@@ -67,6 +67,10 @@ class Tally:
         # compilations ccache could not answer, since the run started
         # (save(): 0 when every kernel came from the cache, warm)
         self.misses0 = ccache_misses()
+        # what the machine held when the run started (kernel.build.
+        # start_state()): save() records it, so that a cold run can be
+        # told from a warm one
+        self.start = start
 
     def note(self, line):
         """Add a line to the summary (once), e.g. what a plan left out."""
@@ -104,6 +108,8 @@ class Tally:
                                    for s, n, d in self.rows], indent=1))
         info = {"commit": self.commit, "time": str(self.timer), "exit": self.exit_status(),
                 "compiled": ccache_misses() - self.misses0}
+        if self.start is not None:
+            info["start"] = self.start
         if partial is not None:
             info.update(full=not partial, partial=list(partial))
         info_path(out).write_text(json.dumps(info) + "\n")

@@ -23,7 +23,7 @@ import threading
 import time
 
 from ..core import config
-from ..core.util import LabError, Timer, run, say, spawn
+from ..core.util import LabError, Timer, ccache_stats, run, say, spawn
 from . import debian
 
 BUILD_ENV = {
@@ -333,6 +333,19 @@ def _build(arch_name, variant, flavour, jobs=None, nice=0):
 def image_path(arch_name, variant="default", flavour="patched"):
     a = config.arch(arch_name)
     return config.build_dir(arch_name, variant, flavour) / a.image
+
+
+def start_state(arches, variant="default", ccache=None):
+    """What a run found when it started, for its record: the files in
+    ccache (@ccache: its counters then, read now when None) and the
+    kernels of @arches and @variant already built.  A cold run (a new
+    machine) is one with neither: outputs/jobtime.py and
+    outputs/testsummary.py tell it from a warm one by them."""
+    if ccache is None:
+        ccache = ccache_stats()
+    return {"ccache_files": ccache.get("files_in_cache", 0),
+            "kernels_built": [f"{a}/{f}" for a in arches for f in config.FLAVOURS
+                              if image_path(a, variant, f).exists()]}
 
 
 # Beside the bisect build directory: one empty file per commit tree that

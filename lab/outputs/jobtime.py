@@ -14,12 +14,7 @@ BEGIN = "<!-- bench-time: made by 'lab report --history' from docs/results/*/man
 END = "<!-- /bench-time -->"
 
 
-def is_cold(data):
-    """Did a bench start on a new machine: compilations ccache could not
-    answer, an empty ccache and no kernel built (its manifest's start)?"""
-    start = data.get("start") or {}
-    return bool(data.get("compiled")) and start.get("ccache_files") == 0 \
-        and start.get("kernels_built") == []
+is_cold = testsummary.is_cold
 
 
 def kind(data):

@@ -8,8 +8,15 @@ status, the skips by reason, the run's date, time and commit) and
 puts the sentence made from it into README.md between the TEST_SUMMARY
 markers.  A host test fails when the README's sentence is not the one the
 stored summary makes, so the README cannot state counts no run produced.
-It takes a full run that passed only (refusal()).
+It takes a full run that passed only (refusal()).  Each summary it
+writes is also kept as docs/results/tests/<date>-<time>.json, and the
+README's sentence gives the time of the newest cold run (a new machine:
+ccache empty, no kernel built, is_cold()) and of the newest warm one
+beside the newest run's counts.
 """
+
+import json
+from pathlib import Path
 
 from collections import Counter
 
@@ -41,30 +48,62 @@ def refusal(info, rows):
     return None
 
 
-def summarize(rows, commit, when, took, compiled=None):
+def is_cold(data):
+    """Did a run (a bench's manifest, a test run's record or summary) start
+    on a new machine: compilations ccache could not answer, an empty
+    ccache and no kernel built (its "start", kernel.build.start_state())?"""
+    start = data.get("start") or {}
+    return bool(data.get("compiled")) and start.get("ccache_files") == 0 \
+        and start.get("kernels_built") == []
+
+
+def summarize(rows, commit, when, took, compiled=None, start=None):
     """The summary of a run's rows ([{"status", "name", "detail"}]): counts
     by status, skips by reason (a skip's message without the case it names
     in parentheses, tally.skip_reason()), the commit it ran, when and
-    how long it took (strings)."""
+    how long it took (strings), what ccache compiled and what the machine
+    held when it started (start, None when the run did not record it)."""
     by = Counter(r["status"] for r in rows)
     reasons = Counter(skip_reason(r["detail"]) for r in rows if r["status"] == "skip")
     return {"commit": commit, "when": when, "time": took, "compiled": compiled,
+            "start": start,
             "passed": by["pass"], "failed": by["fail"], "skipped": by["skip"],
             "not_counted": {s: by[s] for s in ("variant", "xfail", "stockfail", "flaky")
                             if by[s]},
             "skip_reasons": dict(reasons.most_common())}
 
 
-def readme_block(s):
-    """The README's lines for a summary s."""
+def stored(tests_dir):
+    """{"cold": summary, "warm": summary}: the newest kept summary
+    (docs/results/tests/*.json, by name) of each kind; a run that is not
+    cold is warm.  A kind with no kept run is absent."""
+    newest = {}
+    for f in sorted(Path(tests_dir).glob("*.json")):
+        s = json.loads(f.read_text())
+        newest["cold" if is_cold(s) else "warm"] = s
+    return newest
+
+
+def readme_block(s, times=None):
+    """The README's lines for a summary s and the kept runs' times
+    (stored())."""
     reasons = "; ".join(f"{n} {r}" for r, n in s["skip_reasons"].items())
-    return "\n".join([
+    lines = [
         BEGIN,
         f"The newest stored full run (`lab test`, commit {s['commit']}, {s['when']}, "
         f"{s['time']} on the project's machine{warmth(s.get('compiled'))}): "
         f"**{s['passed']} passed, {s['failed']} failed**, {s['skipped']} skipped"
-        + (f" ({reasons})" if reasons else "") + ".",
-        END])
+        + (f" ({reasons})" if reasons else "") + "."]
+    if times is not None:
+        said = [f"{kind} {t['time']} (commit {t['commit']}, {t['when']}"
+                + (f", {t['compiled']:,} compilations" if kind == "cold" else
+                   warmth(t.get("compiled"))) + ")"
+                for kind, t in sorted(times.items())]
+        missing = [k for k in ("cold", "warm") if k not in times]
+        lines[-1] += (" Stored `lab test` times: " + ("; ".join(said) if said else "none")
+                      + (f"; no stored {' or '.join(missing)} run yet" if missing else "")
+                      + " (cold: a new machine, ccache empty and no kernel built).")
+    return "\n".join(lines + [END])
 
 
 def warmth(compiled):
