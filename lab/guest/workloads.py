@@ -484,23 +484,32 @@ def _swap_refs(limit=None):
 
 # a perfect batch takes one swap reference call per 64 KB folio
 ANON_SWAP_64K = _swap_refs(lambda r: math.ceil(r.get("vmstat", {}).get("pswpout", 0) / 16))
+# the same of zero-filled folios, which 6.12 swaps out to the swap device's
+# zero bitmap (swpout_zero) without a write
+ANON_SWAP_64K_ZERO = _swap_refs(
+    lambda r: math.ceil(r.get("vmstat", {}).get("swpout_zero", 0) / 16))
+ANON_ZERO_METRICS = [("pages swapped out as zero pages", "vmstat", "swpout_zero"),
+                     ("pswpout", "vmstat", "pswpout"),
+                     ("pages seen swapped out", "metrics", "swapped_pages"),
+                     ("pages read back wrong", "metrics", "lost_pages")]
 
 
-def _anon_pageout(name, what, thp, seed, mechanisms, seed_ratio=None):
+def _anon_pageout(name, what, thp, seed, mechanisms, seed_ratio=None, zero=False):
     """A workload of guest/bench/anonpageout.c: MADV_PAGEOUT of 256 MB (32
-    MB with --quick), 4 rounds (3)."""
+    MB with --quick), 4 rounds (3); with zero, of zero-filled pages."""
+    tail = ["zero"] if zero else []
     return Workload(
         name=name,
         what=what,
         modes=ANON_MODES,
         thp=thp,
         **ANON_SETUP,
-        argv=["/lab/bench/anonpageout", "256", "4"],
-        quick=["/lab/bench/anonpageout", "32", "3"],
+        argv=["/lab/bench/anonpageout", "256", "4"] + tail,
+        quick=["/lab/bench/anonpageout", "32", "3"] + tail,
         scale="256 MB, 4 rounds",
         quick_scale="32 MB, 3 rounds",
         seed=seed,
-        metrics=ANON_METRICS,
+        metrics=ANON_ZERO_METRICS if zero else ANON_METRICS,
         mechanisms=mechanisms,
         seed_ratio=seed_ratio or {})
 
@@ -787,6 +796,15 @@ WORKLOADS = [
     _anon_pageout("anon-pageout-4k", "the anon-pageout-64k program on 4 KB pages, "
                   "where nothing batches (a control)", "none", "no regression",
                   [_swap_refs()] + X86_FLUSH),
+    _anon_pageout("anon-pageout-64k-zero", "upstream's benchmark for the series: "
+                  "MADV_PAGEOUT of zero-filled 64 KB anonymous folios, which 6.12 "
+                  "swaps out to the swap device's zero bitmap without a write, so "
+                  "the time is the unmap and the swap bookkeeping", "64kB", ANON_SEED,
+                  [ANON_SWAP_64K_ZERO, UNFOLD] + X86_FLUSH, {"arm64": 17.42 / 37.40},
+                  zero=True),
+    _anon_pageout("anon-pageout-4k-zero", "anon-pageout-64k-zero on 4 KB pages, "
+                  "where nothing batches (a control)", "none", "no regression on 4 KB "
+                  "folios", [_swap_refs()] + X86_FLUSH, zero=True),
     Workload(
         name="anon-reclaim-64k",
         what="anon swap-out under a memcg limit: one worker dirties 64 KB "
