@@ -295,4 +295,61 @@ static inline void lab_env_mode(struct __test_metadata *_metadata,
 	ksft_print_msg("%s, %zu kB folios\n", env->mode, env->folio / LAB_SZ_1K);
 }
 
+#define LAB_FB_DIR	"/sys/kernel/mm/foliobatch"
+
+/**
+ * lab_switches_set() - save and set the switches a variant names
+ * @_metadata: the harness's test
+ * @saved: one knob per switch; each is marked not taken first, then
+ *         filled for every switch this sets
+ * @names: the switches, files of LAB_FB_DIR
+ * @values: the value to write to each; NULL where the kernel must not
+ *          show that switch (the stock kernel's variants)
+ * @n: the number of switches
+ *
+ * For a fixture whose variants set several switches at once.  A kernel
+ * that shows a switch a NULL value says it has not, or lacks one it
+ * should have, fails the test.  lab_switches_restore() undoes it.
+ */
+static inline void lab_switches_set(struct __test_metadata *_metadata,
+				    struct lab_knob *saved,
+				    const char *const *names,
+				    const char *const *values, int n)
+{
+	char path[256];
+	int i;
+
+	for (i = 0; i < n; i++)
+		saved[i].valid = false;
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), LAB_FB_DIR "/%s", names[i]);
+		if (!values[i]) {
+			ASSERT_FALSE(lab_path_exists(path))
+				TH_LOG("the stock kernel has %s", path);
+			continue;
+		}
+		ASSERT_EQ(0, lab_knob_save(&saved[i], path))
+			TH_LOG("cannot read %s", path);
+		ASSERT_EQ(0, lab_write_file(path, values[i]))
+			TH_LOG("cannot write %s", path);
+	}
+}
+
+/**
+ * lab_switches_restore() - write back what lab_switches_set() saved
+ * @_metadata: the harness's test
+ * @saved: the knobs lab_switches_set() filled (those not taken are left)
+ * @n: the number of switches
+ */
+static inline void lab_switches_restore(struct __test_metadata *_metadata,
+					struct lab_knob *saved, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, lab_knob_restore(&saved[i]))
+			TH_LOG("cannot restore %s to %s", saved[i].path,
+			       saved[i].saved);
+}
+
 #endif /* LAB_TEST_H */

@@ -42,7 +42,6 @@
 #include "lab.h"
 #include "lab_test.h"
 
-#define FB_DIR		"/sys/kernel/mm/foliobatch"
 #define MTHP_64K	LAB_THP_DIR "/hugepages-64kB/stats"
 #define ZRAM		"/dev/zram0"
 #define ZRAM_SYS	"/sys/block/zram0"
@@ -151,7 +150,6 @@ static int au_zram_off(unsigned int secs)
 
 FIXTURE_SETUP(au)
 {
-	char path[256];
 	int i, err;
 
 	for (i = 0; i < NR_SWITCHES; i++)
@@ -162,16 +160,8 @@ FIXTURE_SETUP(au)
 	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
 			    variant->flavour);
 	ASSERT_EQ(PSZ, (unsigned long)getpagesize());
-	for (i = 0; i < NR_SWITCHES; i++) {
-		snprintf(path, sizeof(path), FB_DIR "/%s", switch_names[i]);
-		if (!variant->sw[i]) {
-			ASSERT_FALSE(lab_path_exists(path))
-				TH_LOG("the stock kernel has %s", path);
-			continue;
-		}
-		ASSERT_EQ(0, lab_knob_save(&self->sw[i], path));
-		ASSERT_EQ(0, lab_write_file(path, variant->sw[i]));
-	}
+	lab_switches_set(_metadata, self->sw, switch_names, variant->sw,
+			 NR_SWITCHES);
 	ASSERT_EQ(0, lab_thp_save(&self->thp));
 	self->thp_saved = true;
 	ASSERT_EQ(0, lab_thp_only(&self->thp, FOLIO / LAB_SZ_1K));
@@ -184,16 +174,13 @@ FIXTURE_SETUP(au)
 
 FIXTURE_TEARDOWN(au)
 {
-	int i;
-
 	if (self->pm_fd >= 0)
 		close(self->pm_fd);
 	if (self->zram_on && au_zram_listed())
 		EXPECT_EQ(0, au_zram_off(120));
 	if (self->thp_saved)
 		EXPECT_EQ(0, lab_thp_restore(&self->thp));
-	for (i = 0; i < NR_SWITCHES; i++)
-		EXPECT_EQ(0, lab_knob_restore(&self->sw[i]));
+	lab_switches_restore(_metadata, self->sw, NR_SWITCHES);
 }
 
 /* A 64 kB mTHP counter (hugepages-64kB/stats/@name), or -1. */

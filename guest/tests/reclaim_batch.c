@@ -50,7 +50,6 @@
 #include "lab.h"
 #include "lab_test.h"
 
-#define FB_DIR		"/sys/kernel/mm/foliobatch"
 #define LRU_GEN		"/sys/kernel/mm/lru_gen/enabled"
 #define SHMEM_64K	LAB_THP_DIR "/hugepages-64kB/shmem_enabled"
 #define XFS_DIR		"/mnt/xfs"
@@ -128,7 +127,6 @@ FIXTURE_VARIANT_ADD(rb, mglru_on) {
  */
 FIXTURE_SETUP(rb)
 {
-	char path[256];
 	int i, ret;
 
 	for (i = 0; i < NR_SWITCHES; i++)
@@ -143,18 +141,8 @@ FIXTURE_SETUP(rb)
 		TH_LOG("%s is not an XFS mount point: the lab mounts one there",
 		       XFS_DIR);
 
-	for (i = 0; i < NR_SWITCHES; i++) {
-		snprintf(path, sizeof(path), FB_DIR "/%s", switch_names[i]);
-		if (!variant->sw[i]) {
-			ASSERT_FALSE(lab_path_exists(path))
-				TH_LOG("the stock kernel has %s", path);
-			continue;
-		}
-		ASSERT_EQ(0, lab_knob_save(&self->sw[i], path))
-			TH_LOG("cannot read %s", path);
-		ASSERT_EQ(0, lab_write_file(path, variant->sw[i]))
-			TH_LOG("cannot write %s", path);
-	}
+	lab_switches_set(_metadata, self->sw, switch_names, variant->sw,
+			 NR_SWITCHES);
 	ASSERT_EQ(0, lab_knob_save(&self->lru_gen, LRU_GEN))
 		TH_LOG("no %s: the lab's kernels have CONFIG_LRU_GEN", LRU_GEN);
 	ASSERT_EQ(0, lab_write_file(LRU_GEN, variant->mglru ? "y" : "n"));
@@ -166,12 +154,9 @@ FIXTURE_SETUP(rb)
 
 FIXTURE_TEARDOWN_PARENT(rb)
 {
-	int i;
-
 	unlink(XFS_FILE);
 	EXPECT_EQ(0, lab_cg_remove(CG));
-	for (i = 0; i < NR_SWITCHES; i++)
-		EXPECT_EQ(0, lab_knob_restore(&self->sw[i]));
+	lab_switches_restore(_metadata, self->sw, NR_SWITCHES);
 	EXPECT_EQ(0, lab_knob_restore(&self->lru_gen));
 	EXPECT_EQ(0, lab_knob_restore(&self->shmem_64k));
 }
@@ -1830,7 +1815,7 @@ TEST_F_TIMEOUT(rb, mglru_look_around_calls, 300)
 	ASSERT_EQ(0, lru_gen_caps(LRU_GEN_CORE, &caps));
 	ASSERT_EQ((unsigned long)LRU_GEN_CORE, caps);
 	if (variant->sw[SW_REFERENCED])
-		ASSERT_EQ(0, lab_write_file(FB_DIR "/referenced_batch", "0"));
+		ASSERT_EQ(0, lab_write_file(LAB_FB_DIR "/referenced_batch", "0"));
 	ASSERT_EQ(0, lab_cg_move(CG, 0));
 	fd = make_cached_file();
 	ASSERT_LE(0, fd) TH_LOG("%s: %s", XFS_FILE, strerror(-fd));
