@@ -322,22 +322,37 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
 }
 
 /* The layouts of walk_choice, in its order. */
-enum walk_layout { WALK_NO_THP, WALK_SMALL, WALK_LARGE, NR_WALK_LAYOUTS };
+enum walk_layout {
+	WALK_NO_THP, WALK_SMALL, WALK_LARGE, WALK_MIXED, NR_WALK_LAYOUTS
+};
 static const char *const walk_layout_name[NR_WALK_LAYOUTS] = {
 	"4 kB pages, VMA without THP", "4 kB pages, VMA with 64 kB mTHP",
-	"64 kB folios",
+	"64 kB folios", "a 64 kB folio, then 4 kB pages",
 };
 
 /*
  * The kprobes of walk_choice, event and function: the patched kernel's
- * three, and stock's one (which has none of them).
+ * four, and stock's one (which has none of them).
  */
-enum { WALK_UNBATCHED, WALK_LOOK, WALK_BATCHED, NR_WALK_PROBES };
+enum { WALK_UNBATCHED, WALK_LOOK, WALK_BATCHED, WALK_REST, NR_WALK_PROBES };
 static const char *const walk_probe[NR_WALK_PROBES][2] = {
 	[WALK_UNBATCHED] = { "mp_walk_unbatched", "__change_protection" },
 	[WALK_LOOK] = { "mp_walk_look", "mprotect_starts_large" },
 	[WALK_BATCHED] = { "mp_walk_batched", "change_pte_range_batched" },
+	[WALK_REST] = { "mp_walk_rest", "change_ptes_unbatched" },
 };
+
+/*
+ * Whether the batched copy looks for batches again after two lookups in a
+ * row found none: only where pte_batch_hint() can report a contiguous
+ * block (arm64).  Elsewhere it leaves the rest of the page table to the
+ * one-PTE loop, change_ptes_unbatched().
+ */
+#ifdef __aarch64__
+#define WALK_LOOKUPS_RESUME	true
+#else
+#define WALK_LOOKUPS_RESUME	false
+#endif
 static const char *const walk_stock_probe[1][2] = {
 	{ "mp_walk_stock", "change_protection" },
 };
@@ -345,21 +360,27 @@ static const char *const walk_stock_probe[1][2] = {
 /*
  * The calls of walk_probe[@probe] that two changes of one page table in
  * @layout make with the switch @on: the unbatched walk takes both unless
- * the switch is on over large folios, where the batched copy takes them;
- * the look runs once per change before the walk wherever the VMA may hold
- * large folios and the switch is on, and once more in the batched walk.
+ * the switch is on over a page table that starts with a large folio, where
+ * the batched copy takes them; the look runs once per change before the
+ * walk wherever the VMA may hold large folios and the switch is on, and
+ * once more in the batched walk.  In the mixed layout the batched copy
+ * hands the 4 kB pages after its two failed lookups to the one-PTE loop,
+ * once per change, except where lookups resume (WALK_LOOKUPS_RESUME).
  */
 static long long walk_want(int probe, bool on, enum walk_layout layout)
 {
-	const bool batched = on && layout == WALK_LARGE;
+	const bool batched = on && (layout == WALK_LARGE ||
+				    layout == WALK_MIXED);
 
 	switch (probe) {
 	case WALK_UNBATCHED:
 		return batched ? 0 : 2;
 	case WALK_LOOK:
 		return !on || layout == WALK_NO_THP ? 0 : batched ? 4 : 2;
-	default:
+	case WALK_BATCHED:
 		return batched ? 2 : 0;
+	default:
+		return on && layout == WALK_MIXED && !WALK_LOOKUPS_RESUME ? 2 : 0;
 	}
 }
 
@@ -369,7 +390,9 @@ static long long walk_want(int probe, bool on, enum walk_layout layout)
  * Maps WALK_LEN bytes for @layout and writes them with pattern @tag: the
  * first two faulted while every mTHP size is off, so in 4 kB pages (which
  * it checks), the first VMA with MADV_NOHUGEPAGE; lab_env_mode() then sets
- * the switch and 64 kB mTHP on, before the third is faulted.
+ * the switch and 64 kB mTHP on, before the third is faulted.  The mixed
+ * layout faults its first 64 kB folio with mTHP on and the rest in 4 kB
+ * pages with it off (both checked), then turns it on again.
  */
 static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		      int value, enum walk_layout layout, unsigned int tag)
@@ -377,7 +400,7 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 	size_t size, pg;
 	char *p;
 
-	if (layout == WALK_LARGE)
+	if (layout == WALK_LARGE || layout == WALK_MIXED)
 		lab_env_mode(_metadata, env, value > 0);
 	else
 		ASSERT_EQ(0, lab_thp_only(&env->thp, 0));
@@ -390,10 +413,21 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		p = mp_map(WALK_LEN, LAB_SZ_2M, 0, MAP_PRIVATE);
 		ASSERT_NE(NULL, p);
 	}
+	if (layout == WALK_MIXED) {
+		/* the first 64 kB as one folio, the rest with mTHP off */
+		p[0] = 1;
+		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd, p,
+						   env->folio, &size));
+		ASSERT_EQ(env->folio, size)
+			TH_LOG("%s: the first %zu bytes are no folio",
+			       walk_layout_name[layout], env->folio);
+		ASSERT_EQ(0, lab_thp_only(&env->thp, 0));
+	}
 	fill(p, WALK_LEN / PSZ, tag);
 	if (layout == WALK_LARGE)
 		return p;
-	for (pg = 0; pg < WALK_LEN / PSZ; pg++) {
+	for (pg = layout == WALK_MIXED ? env->folio / PSZ : 0;
+	     pg < WALK_LEN / PSZ; pg++) {
 		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
 						   p + pg * PSZ, 2 * PSZ,
 						   &size));
@@ -411,16 +445,20 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
  * and leaves a range with none to __change_protection(), the unbatched
  * walk, built as 6.12's.  Kprobes count the calls of
  * __change_protection(), mprotect_starts_large() (the look at a page
- * table) and change_pte_range_batched() across mprotect(PROT_READ) and
- * back of 512 kB, one VMA, in three layouts: 4 kB pages in a VMA that
- * cannot take large folios (MADV_NOHUGEPAGE), 4 kB pages in a VMA that can
- * (faulted with mTHP off, then 64 kB mTHP on), and 64 kB folios.  With the
- * switch off each of the two calls takes __change_protection() and nothing
- * looks.  With it on, the first layout takes __change_protection() without
- * a look, the second looks once per call and takes __change_protection(),
- * and the third takes the batched copy (one page table per call, looked
- * at twice: before the walk and in it) and never __change_protection()
- * (walk_want()).  Stock 6.12 has none of the three functions; there the
+ * table), change_pte_range_batched() and change_ptes_unbatched() (the
+ * one-PTE loop the batched copy hands the rest of a page table to)
+ * across mprotect(PROT_READ) and back of 512 kB, one VMA, in four
+ * layouts: 4 kB pages in a VMA that cannot take large folios
+ * (MADV_NOHUGEPAGE), 4 kB pages in a VMA that can (faulted with mTHP off,
+ * then 64 kB mTHP on), 64 kB folios, and one 64 kB folio followed by 4 kB
+ * pages.  With the switch off each of the two calls takes
+ * __change_protection() and nothing looks.  With it on, the first layout
+ * takes __change_protection() without a look, the second looks once per
+ * call and takes __change_protection(), and the last two take the batched
+ * copy (one page table per call, looked at twice: before the walk and in
+ * it) and never __change_protection(); the mixed one also hands its 4 kB
+ * pages to change_ptes_unbatched() on x86_64, not on arm64, where lookups
+ * resume at a contiguous block (walk_want()).  Stock 6.12 has none of the three functions; there the
  * test counts change_protection(), two calls in every layout.  The data
  * must survive every layout.
  */

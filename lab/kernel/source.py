@@ -216,8 +216,11 @@ def export():
     tmp = config.WORK / "export"
     if tmp.exists():
         shutil.rmtree(tmp)
+    # --abbrev=7: the index lines' hashes do not change length with the
+    # number of objects packed in the tree (git's default scales with it)
     run(["git", "-C", str(patched), "format-patch", "-q", "--no-signature",
-         "--zero-commit", "--no-numbered", "--no-cover-letter", "-o", str(tmp), f"{BASE_TAG}..HEAD"])
+         "--zero-commit", "--no-numbered", "--no-cover-letter", "--abbrev=7",
+         "-o", str(tmp), f"{BASE_TAG}..HEAD"])
     for old in config.PATCHES.glob("*.patch"):
         old.unlink()
     names = []
