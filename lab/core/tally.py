@@ -2,7 +2,9 @@
 """Tally: the result rows of 'lab test' and 'lab harden', and their summary."""
 
 import json
+import os
 import subprocess
+import tempfile
 import time
 from collections import Counter
 
@@ -48,11 +50,19 @@ def repo_commit(full=False):
 
 
 def patches_tree():
-    """The git tree id of patches/ in the repository's HEAD (git rev-parse
-    HEAD:patches): which series a commit of the lab holds; "unknown"
-    outside git."""
-    tree = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "HEAD:patches"],
-                          capture_output=True, text=True).stdout.strip()
+    """The git tree id of patches/ as the work tree holds it, uncommitted
+    edits included (written through a temporary index): which series the
+    lab builds now, the same id as git rev-parse HEAD:patches when patches/
+    is committed as it is.  "unknown" outside git."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
+        git = ["git", "-C", str(config.REPO)]
+        added = subprocess.run(git + ["add", "-A", "--", "patches"], env=env,
+                               capture_output=True, text=True)
+        if added.returncode != 0:
+            return "unknown"
+        tree = subprocess.run(git + ["write-tree", "--prefix=patches/"], env=env,
+                              capture_output=True, text=True).stdout.strip()
     return tree or "unknown"
 
 
