@@ -70,4 +70,4 @@ def test_cold_and_warm_times_come_from_the_kept_runs(tmp_path):
     assert "cold 55m1s (commit abc1234, 2026-11-30, 4,000 compilations)" in block
     assert "warm 25m2s (commit abc1234, 2026-11-30, 6 compilations" in block
     only_warm = testsummary.readme_block(_summary(0, None), {"warm": times["warm"]})
-    assert "no stored cold run yet" in only_warm
+    assert "no cold run kept yet" in only_warm

@@ -100,9 +100,12 @@ def readme_block(s, times=None):
                    warmth(t.get("compiled"))) + ")"
                 for kind, t in sorted(times.items())]
         missing = [k for k in ("cold", "warm") if k not in times]
-        lines[-1] += (" Stored `lab test` times: " + ("; ".join(said) if said else "none")
-                      + (f"; no stored {' or '.join(missing)} run yet" if missing else "")
-                      + " (cold: a new machine, ccache empty and no kernel built).")
+        lines[-1] += (" `lab test` cold and warm, from the kept runs that recorded "
+                      "what the machine held at their start (cold: a new machine, "
+                      "ccache empty and no kernel built): "
+                      + ("; ".join(said) if said else "none")
+                      + (f"; no {' or '.join(missing)} run kept yet" if missing else "")
+                      + ".")
     return "\n".join(lines + [END])
 
 
