@@ -342,6 +342,10 @@ static const char *const walk_probe[NR_WALK_PROBES][2] = {
 	[WALK_REST] = { "mp_walk_rest", "change_ptes_unbatched" },
 };
 
+static const char *const walk_stock_probe[1][2] = {
+	{ "mp_walk_stock", "change_protection" },
+};
+
 /*
  * Whether the batched copy looks for batches again after two lookups in a
  * row found none: only where pte_batch_hint() can report a contiguous
@@ -353,9 +357,6 @@ static const char *const walk_probe[NR_WALK_PROBES][2] = {
 #else
 #define WALK_LOOKUPS_RESUME	false
 #endif
-static const char *const walk_stock_probe[1][2] = {
-	{ "mp_walk_stock", "change_protection" },
-};
 
 /*
  * The calls of walk_probe[@probe] that two changes of one page table in
@@ -458,8 +459,9 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
  * copy (one page table per call, looked at twice: before the walk and in
  * it) and never __change_protection(); the mixed one also hands its 4 kB
  * pages to change_ptes_unbatched() on x86_64, not on arm64, where lookups
- * resume at a contiguous block (walk_want()).  Stock 6.12 has none of the three functions; there the
- * test counts change_protection(), two calls in every layout.  The data
+ * resume at a contiguous block (walk_want()).  Stock 6.12 has none of the
+ * four functions; there the test counts change_protection(), two calls in
+ * every layout.  The data
  * must survive every layout.
  */
 TEST_F_TIMEOUT(mech, walk_choice, 120)

@@ -97,7 +97,7 @@ def _json(f, kind, keys, given):
     return data
 
 
-def TESTS_DIR():
+def tests_dir():
     """Where 'lab report --tests' keeps each summary it writes."""
     return config.REPO / "docs" / "results" / "tests"
 
@@ -132,13 +132,14 @@ def tests(rows_file=None):
     mtime = time.localtime(rows_file.stat().st_mtime)
     s = testsummary.summarize(rows, meta["commit"], time.strftime("%Y-%m-%d", mtime),
                               meta["time"], meta.get("compiled"), meta.get("start"))
+    text = json.dumps(s, indent=1) + "\n"
     out = config.REPO / "docs" / "results" / "test-summary.json"
-    out.write_text(json.dumps(s, indent=1) + "\n")
-    kept = TESTS_DIR() / f"{time.strftime('%Y-%m-%d-%H%M', mtime)}-{s['commit']}.json"
+    out.write_text(text)
+    kept = tests_dir() / f"{time.strftime('%Y-%m-%d-%H%M', mtime)}-{s['commit']}.json"
     kept.parent.mkdir(exist_ok=True)
-    kept.write_text(json.dumps(s, indent=1) + "\n")
+    kept.write_text(text)
     readme = config.REPO / "README.md"
-    block = testsummary.readme_block(s, testsummary.stored(TESTS_DIR()))
+    block = testsummary.readme_block(s, testsummary.stored(tests_dir()))
     readme.write_text(testsummary.replace_block(readme.read_text(), block))
     say(f"{out} and README.md from {rows_file}: {s['passed']} passed, "
         f"{s['failed']} failed, {s['skipped']} skipped")

@@ -9,7 +9,7 @@ puts the sentence made from it into README.md between the TEST_SUMMARY
 markers.  A host test fails when the README's sentence is not the one the
 stored summary makes, so the README cannot state counts no run produced.
 It takes a full run that passed only (refusal()).  Each summary it
-writes is also kept as docs/results/tests/<date>-<time>.json, and the
+writes is also kept as docs/results/tests/<date>-<hhmm>-<commit>.json, and the
 README's sentence gives the time of the newest cold run (a new machine:
 ccache empty, no kernel built, is_cold()) and of the newest warm one
 beside the newest run's counts.
