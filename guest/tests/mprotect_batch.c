@@ -323,11 +323,13 @@ TEST_F_TIMEOUT(mech, private_lookups, 120)
 
 /* The layouts of walk_choice, in its order. */
 enum walk_layout {
-	WALK_NO_THP, WALK_SMALL, WALK_LARGE, WALK_MIXED, NR_WALK_LAYOUTS
+	WALK_NO_THP, WALK_SMALL, WALK_LARGE, WALK_MIXED, WALK_SHIFTED,
+	NR_WALK_LAYOUTS
 };
 static const char *const walk_layout_name[NR_WALK_LAYOUTS] = {
 	"4 kB pages, VMA without THP", "4 kB pages, VMA with 64 kB mTHP",
 	"64 kB folios", "a 64 kB folio, then 4 kB pages",
+	"64 kB folios moved 32 kB off a 64 kB boundary",
 };
 
 /*
@@ -347,15 +349,20 @@ static const char *const walk_stock_probe[1][2] = {
 };
 
 /*
- * Whether the batched copy looks for batches again after two lookups in a
- * row found none: only where pte_batch_hint() can report a contiguous
- * block (arm64).  Elsewhere it leaves the rest of the page table to the
- * one-PTE loop, change_ptes_unbatched().
+ * Whether a batch starts only at a contiguous block: where
+ * pte_batch_hint() can report one (arm64).  There the batched copy looks
+ * for a batch at every block, never gives up on a page table, and takes a
+ * page table only if a block is among its first entries; a large folio
+ * whose entries cannot form a block (mapped off a 64 kB boundary) is left
+ * to the unbatched walk.  Elsewhere the batched copy takes a page table
+ * whose first present entry maps a large folio, wherever it is mapped, and
+ * leaves the rest of a page table to the one-PTE loop,
+ * change_ptes_unbatched(), after two lookups in a row found no batch.
  */
 #ifdef __aarch64__
-#define WALK_LOOKUPS_RESUME	true
+#define WALK_BLOCKS_ONLY	true
 #else
-#define WALK_LOOKUPS_RESUME	false
+#define WALK_BLOCKS_ONLY	false
 #endif
 
 /*
@@ -366,12 +373,16 @@ static const char *const walk_stock_probe[1][2] = {
  * walk wherever the VMA may hold large folios and the switch is on, and
  * once more in the batched walk.  In the mixed layout the batched copy
  * hands the 4 kB pages after its two failed lookups to the one-PTE loop,
- * once per change, except where lookups resume (WALK_LOOKUPS_RESUME).
+ * once per change, except where lookups resume (WALK_BLOCKS_ONLY).  The
+ * shifted layout is batched as the large one, except with
+ * WALK_BLOCKS_ONLY, where it has no block and takes the unbatched walk.
  */
 static long long walk_want(int probe, bool on, enum walk_layout layout)
 {
 	const bool batched = on && (layout == WALK_LARGE ||
-				    layout == WALK_MIXED);
+				    layout == WALK_MIXED ||
+				    (layout == WALK_SHIFTED &&
+				     !WALK_BLOCKS_ONLY));
 
 	switch (probe) {
 	case WALK_UNBATCHED:
@@ -381,7 +392,7 @@ static long long walk_want(int probe, bool on, enum walk_layout layout)
 	case WALK_BATCHED:
 		return batched ? 2 : 0;
 	default:
-		return on && layout == WALK_MIXED && !WALK_LOOKUPS_RESUME ? 2 : 0;
+		return on && layout == WALK_MIXED && !WALK_BLOCKS_ONLY ? 2 : 0;
 	}
 }
 
@@ -393,7 +404,11 @@ static long long walk_want(int probe, bool on, enum walk_layout layout)
  * it checks), the first VMA with MADV_NOHUGEPAGE; lab_env_mode() then sets
  * the switch and 64 kB mTHP on, before the third is faulted.  The mixed
  * layout faults its first 64 kB folio with mTHP on and the rest in 4 kB
- * pages with it off (both checked), then turns it on again.
+ * pages with it off (both checked), then turns it on again.  The shifted
+ * layout is the large one (checked) moved with mremap() to 32 kB past a
+ * 2 MB boundary, in the same page table: each 64 kB aligned range of PTEs
+ * then maps the halves of two folios, which arm64 cannot make a
+ * contiguous block.
  */
 static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		      int value, enum walk_layout layout, unsigned int tag)
@@ -401,7 +416,8 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 	size_t size, pg;
 	char *p;
 
-	if (layout == WALK_LARGE || layout == WALK_MIXED)
+	if (layout == WALK_LARGE || layout == WALK_MIXED ||
+	    layout == WALK_SHIFTED)
 		lab_env_mode(_metadata, env, value > 0);
 	else
 		ASSERT_EQ(0, lab_thp_only(&env->thp, 0));
@@ -427,6 +443,17 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 	fill(p, WALK_LEN / PSZ, tag);
 	if (layout == WALK_LARGE)
 		return p;
+	if (layout == WALK_SHIFTED) {
+		char *q = lab_map_aligned(WALK_LEN, LAB_SZ_2M, 32 * LAB_SZ_1K,
+					  RW, MAP_PRIVATE);
+
+		ASSERT_NE(NULL, q);
+		assert_folios(_metadata, env, p, WALK_LEN / env->folio);
+		p = mremap(p, WALK_LEN, WALK_LEN, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   q);
+		ASSERT_EQ(q, p) TH_LOG("mremap: %s", strerror(errno));
+		return p;
+	}
 	for (pg = layout == WALK_MIXED ? env->folio / PSZ : 0;
 	     pg < WALK_LEN / PSZ; pg++) {
 		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
@@ -448,18 +475,21 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
  * __change_protection(), mprotect_starts_large() (the look at a page
  * table), change_pte_range_batched() and change_ptes_unbatched() (the
  * one-PTE loop the batched copy hands the rest of a page table to)
- * across mprotect(PROT_READ) and back of 512 kB, one VMA, in four
+ * across mprotect(PROT_READ) and back of 512 kB, one VMA, in five
  * layouts: 4 kB pages in a VMA that cannot take large folios
  * (MADV_NOHUGEPAGE), 4 kB pages in a VMA that can (faulted with mTHP off,
- * then 64 kB mTHP on), 64 kB folios, and one 64 kB folio followed by 4 kB
- * pages.  With the switch off each of the two calls takes
- * __change_protection() and nothing looks.  With it on, the first layout
- * takes __change_protection() without a look, the second looks once per
- * call and takes __change_protection(), and the last two take the batched
- * copy (one page table per call, looked at twice: before the walk and in
+ * then 64 kB mTHP on), 64 kB folios, one 64 kB folio followed by 4 kB
+ * pages, and 64 kB folios moved 32 kB off a 64 kB boundary.  With the
+ * switch off each of the two calls takes __change_protection() and
+ * nothing looks.  With it on, the first layout takes
+ * __change_protection() without a look, the second looks once per call
+ * and takes __change_protection(), and the third and fourth take the
+ * batched copy (one page table per call, looked at twice: before the walk and in
  * it) and never __change_protection(); the mixed one also hands its 4 kB
  * pages to change_ptes_unbatched() on x86_64, not on arm64, where lookups
- * resume at a contiguous block (walk_want()).  Stock 6.12 has none of the
+ * resume at a contiguous block; the shifted folios are batched as the
+ * aligned ones on x86_64, and left to __change_protection() on arm64,
+ * where a batch starts only at a contiguous block (walk_want()).  Stock 6.12 has none of the
  * four functions; there the test counts change_protection(), two calls in
  * every layout.  The data
  * must survive every layout.
