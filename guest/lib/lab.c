@@ -552,9 +552,63 @@ int lab_kprobe_define(const char *def)
 	return err;
 }
 
+/*
+ * Whether @sym is @func with only gcc's clone suffixes after it
+ * (".isra.N", ".constprop.N", in any order): the clone is the function's
+ * whole body under another name.  A ".cold" or ".part" piece is not.
+ */
+static int lab_clone_of(const char *sym, const char *func)
+{
+	size_t n = strlen(func);
+	const char *s = sym + n;
+
+	if (strncmp(sym, func, n) || *s != '.')
+		return 0;
+	while (*s == '.') {
+		if (!strncmp(s, ".isra.", 6))
+			s += 6;
+		else if (!strncmp(s, ".constprop.", 11))
+			s += 11;
+		else
+			return 0;
+		if (*s < '0' || *s > '9')
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return !*s;
+}
+
+/*
+ * Looks in /proc/kallsyms for the one clone of @func that gcc made in its
+ * place (lab_clone_of()) and writes its name to @out.  Returns 0, -ENOENT
+ * when there is none, or -ENOTUNIQ when there are several (a probe on one
+ * would miss the calls of the others).
+ */
+static int lab_kprobe_clone(const char *func, char *out, size_t size)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[512], type, sym[256];
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %c %255s", &type, sym) != 2)
+			continue;
+		if ((type != 't' && type != 'T') || !lab_clone_of(sym, func))
+			continue;
+		if (found++)
+			break;
+		snprintf(out, size, "%s", sym);
+	}
+	fclose(f);
+	return found == 1 ? 0 : found ? -ENOTUNIQ : -ENOENT;
+}
+
 int lab_kprobe_add(const char *event, const char *func)
 {
-	char path[256], def[256];
+	char path[256], def[512], clone[256];
 	int err;
 
 	err = lab_tracefs();
@@ -571,6 +625,16 @@ int lab_kprobe_add(const char *event, const char *func)
 	/* the kernel answers EINVAL or ENOENT for a symbol it cannot probe */
 	if (err == -EINVAL)
 		err = -ENOENT;
+	if (err == -ENOENT) {
+		/* gcc may have made a clone in its place: probe that */
+		err = lab_kprobe_clone(func, clone, sizeof(clone));
+		if (err)
+			return err;
+		snprintf(def, sizeof(def), "p:lab/%s %s", event, clone);
+		err = lab_kprobe_define(def);
+		if (err == -EINVAL)
+			err = -ENOENT;
+	}
 	return err ? err : lab_write_file(path, "1");
 }
 

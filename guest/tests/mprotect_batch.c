@@ -329,7 +329,7 @@ enum walk_layout {
 static const char *const walk_layout_name[NR_WALK_LAYOUTS] = {
 	"4 kB pages, VMA without THP", "4 kB pages, VMA with 64 kB mTHP",
 	"64 kB folios", "a 64 kB folio, then 4 kB pages",
-	"64 kB folios moved 32 kB off a 64 kB boundary",
+	"64 kB shmem folios moved 32 kB off a 64 kB boundary",
 };
 
 /*
@@ -349,20 +349,19 @@ static const char *const walk_stock_probe[1][2] = {
 };
 
 /*
- * Whether a batch starts only at a contiguous block: where
- * pte_batch_hint() can report one (arm64).  There the batched copy looks
- * for a batch at every block, never gives up on a page table, and takes a
- * page table only if a block is among its first entries; a large folio
- * whose entries cannot form a block (mapped off a 64 kB boundary) is left
- * to the unbatched walk.  Elsewhere the batched copy takes a page table
- * whose first present entry maps a large folio, wherever it is mapped, and
- * leaves the rest of a page table to the one-PTE loop,
- * change_ptes_unbatched(), after two lookups in a row found no batch.
+ * Whether pte_batch_hint() can report a contiguous block (arm64).  There
+ * the batched copy looks for a batch again at every block and never hands
+ * a page table to the one-PTE loop, change_ptes_unbatched(), which
+ * elsewhere takes the rest of a page table after two lookups in a row
+ * found no batch.  And there a shared mapping is batched only in blocks:
+ * a page table of its large folios takes the batched copy only if a block
+ * is among its first entries, so shmem folios mapped off a 64 kB boundary
+ * (no block) are left to the unbatched walk.
  */
 #ifdef __aarch64__
-#define WALK_BLOCKS_ONLY	true
+#define WALK_BLOCKS	true
 #else
-#define WALK_BLOCKS_ONLY	false
+#define WALK_BLOCKS	false
 #endif
 
 /*
@@ -373,16 +372,16 @@ static const char *const walk_stock_probe[1][2] = {
  * walk wherever the VMA may hold large folios and the switch is on, and
  * once more in the batched walk.  In the mixed layout the batched copy
  * hands the 4 kB pages after its two failed lookups to the one-PTE loop,
- * once per change, except where lookups resume (WALK_BLOCKS_ONLY).  The
- * shifted layout is batched as the large one, except with
- * WALK_BLOCKS_ONLY, where it has no block and takes the unbatched walk.
+ * once per change, except where lookups resume (WALK_BLOCKS).  The
+ * shifted layout (shared) is batched as the large one, except with
+ * WALK_BLOCKS, where it has no block and takes the unbatched walk.
  */
 static long long walk_want(int probe, bool on, enum walk_layout layout)
 {
 	const bool batched = on && (layout == WALK_LARGE ||
 				    layout == WALK_MIXED ||
 				    (layout == WALK_SHIFTED &&
-				     !WALK_BLOCKS_ONLY));
+				     !WALK_BLOCKS));
 
 	switch (probe) {
 	case WALK_UNBATCHED:
@@ -392,7 +391,7 @@ static long long walk_want(int probe, bool on, enum walk_layout layout)
 	case WALK_BATCHED:
 		return batched ? 2 : 0;
 	default:
-		return on && layout == WALK_MIXED && !WALK_BLOCKS_ONLY ? 2 : 0;
+		return on && layout == WALK_MIXED && !WALK_BLOCKS ? 2 : 0;
 	}
 }
 
@@ -405,10 +404,10 @@ static long long walk_want(int probe, bool on, enum walk_layout layout)
  * the switch and 64 kB mTHP on, before the third is faulted.  The mixed
  * layout faults its first 64 kB folio with mTHP on and the rest in 4 kB
  * pages with it off (both checked), then turns it on again.  The shifted
- * layout is the large one (checked) moved with mremap() to 32 kB past a
- * 2 MB boundary, in the same page table: each 64 kB aligned range of PTEs
- * then maps the halves of two folios, which arm64 cannot make a
- * contiguous block.
+ * layout is the large one in a MAP_SHARED anonymous (shmem) mapping,
+ * checked, then moved with mremap() to 32 kB past a 2 MB boundary, in the
+ * same page table: each 64 kB aligned range of PTEs then maps the halves
+ * of two folios, which arm64 cannot make a contiguous block.
  */
 static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		      int value, enum walk_layout layout, unsigned int tag)
@@ -427,7 +426,8 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		ASSERT_NE(NULL, p);
 		ASSERT_EQ(0, madvise(p, WALK_LEN, MADV_NOHUGEPAGE));
 	} else {
-		p = mp_map(WALK_LEN, LAB_SZ_2M, 0, MAP_PRIVATE);
+		p = mp_map(WALK_LEN, LAB_SZ_2M, 0, layout == WALK_SHIFTED ?
+			   MAP_SHARED : MAP_PRIVATE);
 		ASSERT_NE(NULL, p);
 	}
 	if (layout == WALK_MIXED) {
@@ -479,17 +479,18 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
  * layouts: 4 kB pages in a VMA that cannot take large folios
  * (MADV_NOHUGEPAGE), 4 kB pages in a VMA that can (faulted with mTHP off,
  * then 64 kB mTHP on), 64 kB folios, one 64 kB folio followed by 4 kB
- * pages, and 64 kB folios moved 32 kB off a 64 kB boundary.  With the
- * switch off each of the two calls takes __change_protection() and
+ * pages, and 64 kB shmem folios moved 32 kB off a 64 kB boundary.  With
+ * the switch off each of the two calls takes __change_protection() and
  * nothing looks.  With it on, the first layout takes
  * __change_protection() without a look, the second looks once per call
  * and takes __change_protection(), and the third and fourth take the
  * batched copy (one page table per call, looked at twice: before the walk and in
  * it) and never __change_protection(); the mixed one also hands its 4 kB
  * pages to change_ptes_unbatched() on x86_64, not on arm64, where lookups
- * resume at a contiguous block; the shifted folios are batched as the
- * aligned ones on x86_64, and left to __change_protection() on arm64,
- * where a batch starts only at a contiguous block (walk_want()).  Stock 6.12 has none of the
+ * resume at a contiguous block; the shifted shmem folios are batched as
+ * the aligned ones on x86_64, and left to __change_protection() on arm64,
+ * where a shared mapping's batch starts only at a contiguous block
+ * (walk_want()).  Stock 6.12 has none of the
  * four functions; there the test counts change_protection(), two calls in
  * every layout.  The data
  * must survive every layout.

@@ -419,6 +419,140 @@ TEST_F_TIMEOUT(mech, contpte_unfolds, 120)
 	}
 }
 
+/* The layouts of copy_choice, in its order. */
+enum copy_layout { COPY_LARGE, COPY_SMALL, COPY_SMALL_LARGE, NR_COPY_LAYOUTS };
+static const char *const copy_layout_name[NR_COPY_LAYOUTS] = {
+	"64 kB folios", "4 kB pages", "4 kB pages, then 64 kB folios",
+};
+
+/* The kprobes of copy_choice, event and function. */
+enum { COPY_LOOK, COPY_BATCHED, NR_COPY_PROBES };
+static const char *const copy_probe[NR_COPY_PROBES][2] = {
+	[COPY_LOOK] = { "mb_copy_look", "mremap_finds_block" },
+	[COPY_BATCHED] = { "mb_copy_batched", "move_ptes_batched" },
+};
+
+/*
+ * The calls of copy_probe[@probe] that one move of one page table's range
+ * in @layout makes with the switch @on (arm64): the look runs once per
+ * move with the switch on, and the batched copy runs when the range holds
+ * a contiguous block.
+ */
+static long long copy_want(int probe, bool on, enum copy_layout layout)
+{
+	if (!on)
+		return 0;
+	if (probe == COPY_LOOK)
+		return 1;
+	return layout == COPY_SMALL ? 0 : 1;
+}
+
+/*
+ * Maps 1 MB half a PMD into a 2 MB region (one page table) in @layout and
+ * fills it with pattern @tag: 64 kB folios (checked), 4 kB pages (faulted
+ * with every mTHP size off), or 512 kB of 4 kB pages followed by 512 kB of
+ * 64 kB folios (checked).  Leaves 64 kB mTHP on.
+ */
+static char *copy_map(struct __test_metadata *_metadata, struct lab_env *env,
+		      enum copy_layout layout, size_t len, unsigned int tag)
+{
+	const size_t small = layout == COPY_SMALL ? len :
+			     layout == COPY_SMALL_LARGE ? len / 2 : 0;
+	size_t pg, size;
+	char *p;
+
+	p = map_src(_metadata, len, LAB_SZ_2M, LAB_SZ_2M / 4);
+	ASSERT_EQ(0, lab_thp_only(&env->thp, 0));
+	lab_fill_pat(p, 0, small / PSZ, tag);
+	ASSERT_EQ(0, lab_thp_only(&env->thp, env->folio / LAB_SZ_1K));
+	lab_fill_pat(p + small, small / PSZ, (len - small) / PSZ, tag);
+	for (pg = 0; pg < small / PSZ; pg++) {
+		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
+						   p + pg * PSZ, 2 * PSZ,
+						   &size));
+		ASSERT_EQ(PSZ, size)
+			TH_LOG("%s: page %zu is in a folio of %zu bytes, not a 4 kB page",
+			       copy_layout_name[layout], pg, size);
+	}
+	assert_folios(_metadata, env, p + small, (len - small) / env->folio);
+	return p;
+}
+
+/*
+ * Proves which copy of move_ptes() a move takes: with mremap_batch on,
+ * arm64 reads a range's first PTE and one in 16 after it
+ * (mremap_finds_block()) and moves the range with the batched copy,
+ * move_ptes_batched(), only when one is in a contiguous block; a range
+ * without a block takes the single-entry loop, which skips the test at
+ * each entry.  Three layouts of 1 MB inside one page table, each moved
+ * once to the same offset of another 2 MB region (one move_ptes() call):
+ * 64 kB folios, 4 kB pages, and 4 kB pages followed by 64 kB folios (a
+ * block found only 128 entries in).  Kprobes count the two functions'
+ * calls (copy_want()); with the switch off neither runs.  The data must
+ * survive every move.  x86_64 has no pte_batch_hint(), so no batch can
+ * start there, and stock has neither function: there both kprobes must
+ * fail for want of the function.
+ */
+TEST_F_TIMEOUT(mech, copy_choice, 120)
+{
+	const bool on = variant->value > 0;
+	struct lab_env *env = &self->env;
+	const size_t len = MECH_FOLIOS * env->folio;
+	long long h0[NR_COPY_PROBES], hits, want;
+	int layout, i, err;
+	struct utsname u;
+	char *src, *dst, *ret;
+
+	ASSERT_EQ(0, uname(&u));
+	if (variant->value < 0 || strcmp(u.machine, "aarch64")) {
+		for (i = 0; i < NR_COPY_PROBES; i++) {
+			err = lab_kprobe_add(copy_probe[i][0], copy_probe[i][1]);
+			ksft_print_msg("%s, %s: kprobe on %s: %s\n",
+				       variant->value < 0 ? "stock" : "patched",
+				       u.machine, copy_probe[i][1],
+				       strerror(-err));
+			ASSERT_EQ(-ENOENT, err)
+				TH_LOG("%s() exists on %s %s: no batched copy of move_ptes() was expected there",
+				       copy_probe[i][1], u.machine,
+				       variant->value < 0 ? "stock" : "patched");
+		}
+		return;
+	}
+	for (i = 0; i < NR_COPY_PROBES; i++) {
+		err = lab_kprobe_add(copy_probe[i][0], copy_probe[i][1]);
+		ASSERT_EQ(0, err) TH_LOG("kprobe on %s: %s", copy_probe[i][1],
+					 strerror(-err));
+	}
+	lab_env_mode(_metadata, env, on);
+	for (layout = 0; layout < NR_COPY_LAYOUTS; layout++) {
+		src = copy_map(_metadata, env, layout, len, 5 + layout);
+		dst = map_at(len, LAB_SZ_2M, LAB_SZ_2M / 4, PROT_NONE);
+		ASSERT_NE(NULL, dst);
+		for (i = 0; i < NR_COPY_PROBES; i++)
+			h0[i] = lab_kprobe_hits(copy_probe[i][0]);
+		ret = mremap(src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+		ASSERT_EQ(dst, ret)
+			TH_LOG("%s: mremap: %s", env->mode, strerror(errno));
+		for (i = 0; i < NR_COPY_PROBES; i++) {
+			hits = lab_kprobe_hits(copy_probe[i][0]);
+			ASSERT_LE(0, h0[i]);
+			ASSERT_LE(h0[i], hits);
+			hits -= h0[i];
+			want = copy_want(i, on, layout);
+			ksft_print_msg("%s, %s: %lld %s() calls\n", env->mode,
+				       copy_layout_name[layout], hits,
+				       copy_probe[i][1]);
+			ASSERT_EQ(want, hits)
+				TH_LOG("%s, %s: %lld %s() calls for one move of one page table's range, not %lld",
+				       env->mode, copy_layout_name[layout], hits,
+				       copy_probe[i][1], want);
+		}
+		assert_pattern(_metadata, env, dst, 0, len / PSZ, 5 + layout,
+			       "moved range");
+		munmap(dst, len);
+	}
+}
+
 FIXTURE(wprot) {
 	struct lab_env env;
 	pid_t child;

@@ -43,7 +43,7 @@ GROUPS = (
     Group("switches", "0001", ("every switch",), own=("switches", "sanity"),
           why="each switch's sysfs file and foliobatch= parsing; a boot with "
               "two switches off"),
-    Group("001: mremap() batching", "0002-0003,0030-0031", ("mremap_batch",),
+    Group("001: mremap() batching", "0002-0003,0030-0031,0055", ("mremap_batch",),
           own=("mremap_batch",), upstream=("mremap_test", "mremap_dontunmap"),
           why="the moved PTEs, their bits and the batch count per folio, "
               "switch on and off"),

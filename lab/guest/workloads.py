@@ -321,7 +321,7 @@ MPROTECT_CALLS = ("mprotect() calls alone (ns, instruction-time)", "metrics",
 # The mprotect() workloads where batching is refused or partial: calls of
 # the page-table look (mprotect_starts_large(): which copy of
 # change_pte_range() a page table gets) and of the batched copy, both
-# arches (both noinline in mm/mprotect.c); on arm64 also the batches
+# arches (both noinline in mm/mprotect_batch.c); on arm64 also the batches
 # (modify_prot_start_ptes()) and the single-PTE changes
 # (ptep_modify_prot_start()), which x86 has inline.  Stock 6.12 has none
 # of them but ptep_modify_prot_start(): its rows read n/a there.
@@ -563,7 +563,8 @@ WORKLOADS = [
               [UNFOLD, FOLD], {"arm64": 0.65 / 2.1}),
     _mprotect("mprotect-mixed", "mprotect() of 64 KB folios alternating with 16 small "
               "folios in every 2 MB: two lookups that find no batch stop the lookups "
-              "for the page table (on arm64 until the next contiguous block)",
+              "for the page table (on arm64 until the next contiguous block; x86_64 "
+              "hands the rest of the page table to the one-PTE loop)",
               "64kB", "mixed",
               "within 1% (batching refused after small folios)",
               [("64 KB folios faulted", "mthp", "64kB/anon_fault_alloc")],
@@ -576,7 +577,8 @@ WORKLOADS = [
               MPROTECT_MECHANISMS + MIDFOLIO_FOLDS),
     _mprotect("mprotect-filedirty", "mprotect() of MAP_SHARED shmem in 64 KB folios, "
               "the first half of each dirty and the second clean: batches stop at the "
-              "dirty/clean boundary",
+              "dirty/clean boundary (on arm64, whose folios here are off a 64 KB "
+              "boundary, no block: a shared mapping is left to the one-PTE walk)",
               "none", "filedirty",
               "within 1% (batches split at the dirty/clean boundary)",
               [("64 KB shmem folios allocated", "mthp", "64kB/shmem_alloc")],
