@@ -352,4 +352,30 @@ static inline void lab_switches_restore(struct __test_metadata *_metadata,
 			       saved[i].saved);
 }
 
+/**
+ * lab_assert_small_pages() - fail unless pages are mapped as 4 kB folios
+ * @_metadata: the harness's test
+ * @env: set up by lab_env_setup() (its pagemap and kpageflags)
+ * @p: start of the mapping
+ * @first: index of the first 4 kB page to check
+ * @last: index of the page after the last one
+ * @what: what the pages are, for the message
+ */
+static inline void lab_assert_small_pages(struct __test_metadata *_metadata,
+					  const struct lab_env *env,
+					  const char *p, size_t first,
+					  size_t last, const char *what)
+{
+	size_t pg, size;
+
+	for (pg = first; pg < last; pg++) {
+		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
+						   p + pg * 4096, 2 * 4096,
+						   &size));
+		ASSERT_EQ(4096UL, size)
+			TH_LOG("%s: page %zu is in a folio of %zu bytes, not a 4 kB page",
+			       what, pg, size);
+	}
+}
+
 #endif /* LAB_TEST_H */

@@ -606,9 +606,21 @@ static int lab_kprobe_clone(const char *func, char *out, size_t size)
 	return found == 1 ? 0 : found ? -ENOTUNIQ : -ENOENT;
 }
 
+/* Defines the kprobe event lab/@event on @sym; -ENOENT: no such symbol. */
+static int lab_kprobe_define_on(const char *event, const char *sym)
+{
+	char def[512];
+	int err;
+
+	snprintf(def, sizeof(def), "p:lab/%s %s", event, sym);
+	err = lab_kprobe_define(def);
+	/* the kernel answers EINVAL or ENOENT for a symbol it cannot probe */
+	return err == -EINVAL ? -ENOENT : err;
+}
+
 int lab_kprobe_add(const char *event, const char *func)
 {
-	char path[256], def[512], clone[256];
+	char path[256], clone[256];
 	int err;
 
 	err = lab_tracefs();
@@ -620,20 +632,13 @@ int lab_kprobe_add(const char *event, const char *func)
 	err = lab_write_file(LAB_TRACING "/tracing_on", "0");
 	if (err)
 		return err;
-	snprintf(def, sizeof(def), "p:lab/%s %s", event, func);
-	err = lab_kprobe_define(def);
-	/* the kernel answers EINVAL or ENOENT for a symbol it cannot probe */
-	if (err == -EINVAL)
-		err = -ENOENT;
+	err = lab_kprobe_define_on(event, func);
 	if (err == -ENOENT) {
 		/* gcc may have made a clone in its place: probe that */
 		err = lab_kprobe_clone(func, clone, sizeof(clone));
 		if (err)
 			return err;
-		snprintf(def, sizeof(def), "p:lab/%s %s", event, clone);
-		err = lab_kprobe_define(def);
-		if (err == -EINVAL)
-			err = -ENOENT;
+		err = lab_kprobe_define_on(event, clone);
 	}
 	return err ? err : lab_write_file(path, "1");
 }

@@ -412,7 +412,7 @@ static long long walk_want(int probe, bool on, enum walk_layout layout)
 static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		      int value, enum walk_layout layout, unsigned int tag)
 {
-	size_t size, pg;
+	size_t size;
 	char *p;
 
 	if (layout == WALK_LARGE || layout == WALK_MIXED ||
@@ -454,15 +454,9 @@ static char *walk_map(struct __test_metadata *_metadata, struct lab_env *env,
 		ASSERT_EQ(q, p) TH_LOG("mremap: %s", strerror(errno));
 		return p;
 	}
-	for (pg = layout == WALK_MIXED ? env->folio / PSZ : 0;
-	     pg < WALK_LEN / PSZ; pg++) {
-		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
-						   p + pg * PSZ, 2 * PSZ,
-						   &size));
-		ASSERT_EQ(PSZ, size)
-			TH_LOG("%s: page %zu is in a folio of %zu bytes, not a 4 kB page",
-			       walk_layout_name[layout], pg, size);
-	}
+	lab_assert_small_pages(_metadata, env, p,
+			       layout == WALK_MIXED ? env->folio / PSZ : 0,
+			       WALK_LEN / PSZ, walk_layout_name[layout]);
 	lab_env_mode(_metadata, env, value > 0);
 	return p;
 }

@@ -458,7 +458,6 @@ static char *copy_map(struct __test_metadata *_metadata, struct lab_env *env,
 {
 	const size_t small = layout == COPY_SMALL ? len :
 			     layout == COPY_SMALL_LARGE ? len / 2 : 0;
-	size_t pg, size;
 	char *p;
 
 	p = map_src(_metadata, len, LAB_SZ_2M, LAB_SZ_2M / 4);
@@ -466,14 +465,8 @@ static char *copy_map(struct __test_metadata *_metadata, struct lab_env *env,
 	lab_fill_pat(p, 0, small / PSZ, tag);
 	ASSERT_EQ(0, lab_thp_only(&env->thp, env->folio / LAB_SZ_1K));
 	lab_fill_pat(p + small, small / PSZ, (len - small) / PSZ, tag);
-	for (pg = 0; pg < small / PSZ; pg++) {
-		ASSERT_EQ(0, lab_folio_mapped_size(env->pm_fd, env->kpf_fd,
-						   p + pg * PSZ, 2 * PSZ,
-						   &size));
-		ASSERT_EQ(PSZ, size)
-			TH_LOG("%s: page %zu is in a folio of %zu bytes, not a 4 kB page",
-			       copy_layout_name[layout], pg, size);
-	}
+	lab_assert_small_pages(_metadata, env, p, 0, small / PSZ,
+			       copy_layout_name[layout]);
 	assert_folios(_metadata, env, p + small, (len - small) / env->folio);
 	return p;
 }
