@@ -583,6 +583,12 @@ KNOWN_FALSE = {
         "it that mprotect_batch's walk keeps beside the batched one for page "
         "tables of small folios: pte_offset_map_lock() takes the RCU read "
         "lock out of sparse's sight",
+    "sparse: mm/mremap.c: warning: context imbalance in 'move_ptes_batched' "
+    "- unexpected unlock":
+        "stock 6.12's false report for move_ptes(), in the batched copy of its "
+        "body that mremap_batch moves a range with a contiguous block by "
+        "(0055): pte_offset_map_lock() takes the RCU read lock out of sparse's "
+        "sight and pte_unmap_unlock() releases it",
     "sparse: mm/mincore.c: warning: context imbalance in 'mincore_pte_range_one' "
     "- unexpected unlock":
         "stock 6.12's false report for mincore_pte_range(), in the copy of its "
