@@ -363,9 +363,9 @@ int lab_kprobe_define(const char *def);
  * Creates the kprobe event "p:lab/@event @func" in tracefs (mounting it on
  * /sys/kernel/tracing if needed) and enables it with tracing off, so a hit
  * costs the probe and no ring-buffer write.  An event that exists already
- * is reused.  Where the kernel has no @func but one clone gcc made of it
- * (@func.isra.N, @func.constprop.N, in /proc/kallsyms), the event probes
- * the clone.  Its hits are read with lab_kprobe_hits().
+ * is reused.  Where the kernel has no @func (a bare name, no offset) but
+ * one clone gcc made of it (@func.isra.N, @func.constprop.N, in
+ * /proc/kallsyms), the event probes the clone.  Its hits are read with lab_kprobe_hits().
  *
  * Return: 0, -ENOENT when the kernel has no such probe-able function
  * (inlined, notrace or absent), -ENOTUNIQ when gcc made several clones of

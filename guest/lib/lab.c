@@ -633,8 +633,12 @@ int lab_kprobe_add(const char *event, const char *func)
 	if (err)
 		return err;
 	err = lab_kprobe_define_on(event, func);
-	if (err == -ENOENT) {
-		/* gcc may have made a clone in its place: probe that */
+	if (err == -ENOENT && !strchr(func, '+')) {
+		/*
+		 * gcc may have made a clone in its place: probe that.  Not for
+		 * "func+offset", whose function exists and whose offset the
+		 * kernel refused (read_batch.c tries every offset of one).
+		 */
 		err = lab_kprobe_clone(func, clone, sizeof(clone));
 		if (err)
 			return err;
