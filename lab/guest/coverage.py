@@ -52,7 +52,7 @@ GROUPS = (
                                          "madv_populate"),
           why="VmPTE after MADV_DONTNEED, races of the freeing with faults, "
               "khugepaged and UFFDIO_MOVE (the PMD rechecks of 0005-0006)"),
-    Group("000: young bits and unmap of large folios", "0011-0018,0029,0047",
+    Group("000: young bits and unmap of large folios", "0011-0018,0029,0047,0056",
           ("referenced_batch", "unmap_batch"), own=("reclaim_batch",),
           upstream=("split_huge_page_test", "cow"),
           why="young-bit and unmap calls per folio in reclaim, data after "
@@ -60,7 +60,7 @@ GROUPS = (
     Group("003: MGLRU young-bit clearing", "0019-0020,0028", ("mglru_young_batch",),
           own=("reclaim_batch",),
           why="MGLRU's walk and look-around clear a folio's young bits in one call"),
-    Group("002: one TLB flush per batch of dirty folios", "0021-0024,0026-0027",
+    Group("002: one TLB flush per batch of dirty folios", "0021-0024,0026-0027,0057",
           ("reclaim_tlb_batch",), own=("reclaim_tlb",),
           why="flushes per batch, no lost write under reclaim, pinned folios kept"),
     Group("SHM_LOCK warning", "0025", (), harden=("shmlock",),
