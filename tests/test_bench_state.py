@@ -251,7 +251,8 @@ def _main_once(tmp_path, monkeypatch, lines):
     fake_boot(monkeypatch, tmp_path, lines,
               bench_lines(mremap4k("stock", 0, flavour="stock")))
     no_host_work(monkeypatch, tmp_path)
-    rc = bench.main(["x86_64"], ["mremap-4k"], quick=True, repeats=1, min_repeats=1)
+    rc = bench.main(["x86_64"], ["mremap-4k"], quick=True, repeats=1, min_repeats=1,
+                    stock=True)
     out = next((tmp_path / "results").iterdir())
     return rc, out, (out / "report.md").read_text()
 
@@ -440,7 +441,7 @@ def _main_two_arches(tmp_path, monkeypatch, arm64_boot):
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
     no_host_work(monkeypatch, tmp_path)
     rc = bench.main(["x86_64", "arm64"], ["mremap-4k"], quick=True, repeats=1,
-                    min_repeats=1)
+                    min_repeats=1, stock=True)
     out = next((tmp_path / "results").iterdir())
     return rc, out, (out / "report.md").read_text()
 

@@ -23,11 +23,13 @@ RESULTS = config.REPO / "docs" / "results"
 REFUSED = "# lab: could not write '1' to /sys/kernel/mm/foliobatch/mremap_batch"
 
 
-def _bench(tmp_path, monkeypatch, patched, stock=None):
+def _bench(tmp_path, monkeypatch, patched, stock=None, with_stock=True, built=None):
     """bench.main() on x86_64 for mremap-4k, quick, one repeat, with the
     patched boot's console made of the lines patched and the stock boot's
-    of stock (default: one clean run); nothing built.  (exit status, the
-    bench directory, report.md)."""
+    of stock (default: one clean run); nothing built; with_stock: as 'lab
+    bench --stock' (else no stock boot); built: a list that gets the
+    kernels the bench asks to build.  (exit status, the bench directory,
+    report.md)."""
     stock = stock if stock is not None else bench_lines(
         mremap4k("stock", 0, flavour="stock"))
 
@@ -40,8 +42,10 @@ def _bench(tmp_path, monkeypatch, patched, stock=None):
     monkeypatch.setattr(bench.run, "boot", boot)
     monkeypatch.setattr(bench.build, "image_path", lambda *a: tmp_path / "Image")
     no_host_work(monkeypatch, tmp_path)
+    if built is not None:
+        monkeypatch.setattr(bench.build, "build_ahead", built.extend)
     rc = bench.main(["x86_64"], ["mremap-4k"], quick=True, repeats=1, min_repeats=1,
-                    use_cache=False)
+                    use_cache=False, stock=with_stock)
     out = next((tmp_path / "results").iterdir())
     return rc, out, (out / "report.md").read_text()
 
@@ -215,3 +219,37 @@ def test_plots_get_no_group_of_a_failed_row():
     assert set(tables.without_failed(groups, on, [w])) == set(groups) - on
     stock = {("x86_64", "mremap-4k", "stock", "stock")}
     assert tables.without_failed(groups, stock, [w]) == {}
+
+
+# Without --stock the bench builds and boots the patched kernel only: no
+# stock run is expected, so none is missing, and the report says that
+# switch off was not checked against stock, in place of the check.  A
+# patched run that did not arrive still fails the bench.
+def test_a_bench_without_stock_boots_no_stock_kernel(tmp_path, monkeypatch):
+    built = []
+    rc, out, md = _bench(tmp_path, monkeypatch,
+                         bench_lines(mremap4k("off", 0), mremap4k("on", 0)),
+                         with_stock=False, built=built)
+    assert rc == 0
+    assert built == [("x86_64", "default", "patched")]
+    kept = json.loads((out / "runs.json").read_text())
+    assert {r["flavour"] for r in kept} == {"patched"}
+    assert "-stock" not in (out / "boots.json").read_text()
+    assert "None: every workload has runs in every mode" in md
+    assert "not checked: this bench booted no stock kernel" in md
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["stock"] is False and set(m["kernels"]) == {"x86_64/patched"}
+    # 'lab report DIR' reads the manifest: no stock run is missing there either
+    (out / "report.md").unlink()
+    reportdir.report_dir(out)
+    again = (out / "report.md").read_text()
+    assert "not checked: this bench booted no stock kernel" in again
+    assert "None: every workload has runs in every mode" in again
+
+
+def test_a_missing_patched_run_fails_a_bench_without_stock(tmp_path, monkeypatch):
+    rc, out, md = _bench(tmp_path, monkeypatch, bench_lines(mremap4k("off", 0)),
+                         with_stock=False)
+    assert rc == 1
+    assert "- x86_64/patched mremap-4k on" in md
+    assert "stock mremap-4k" not in md

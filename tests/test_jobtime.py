@@ -10,7 +10,7 @@ from lab.outputs import jobtime
 def manifest(d, **kw):
     d.mkdir(parents=True)
     data = dict(job="main", exit_status=0, elapsed_s=754, compiled=0, written="2026-11-29 09:00:00",
-                lab_commit="abcdef1234", arches=["x86_64", "arm64"])
+                lab_commit="abcdef1234", arches=["x86_64", "arm64"], stock=False)
     data.update(kw)
     (d / "manifest.json").write_text(json.dumps(data))
 
@@ -76,3 +76,26 @@ def test_a_warm_time_says_how_many_boots_it_did_not_run(tmp_path):
          {"name": "x86_64-bench-stock-r0", "reused": "/w/stock-cache/x.json"}]))
     block = jobtime.readme_block(tmp_path)
     assert "1 of its 2 boots the stored boots of the same stock kernels" in block
+
+
+def test_a_bench_with_stock_is_timed_apart(tmp_path):
+    """'lab bench --stock' builds and boots two more kernels: its time is
+    given as its own, and a manifest from before the option (no "stock":
+    every bench booted stock then) counts as one with --stock."""
+    empty = {"ccache_files": 0, "kernels_built": []}
+    manifest(tmp_path / "a-cold-stock", compiled=4377, elapsed_s=2929, start=empty,
+             stock=True, written="2026-11-30 03:56:00")
+    manifest(tmp_path / "b-warm-old", written="2026-11-30 04:43:00")
+    data = json.loads((tmp_path / "b-warm-old" / "manifest.json").read_text())
+    del data["stock"]
+    (tmp_path / "b-warm-old" / "manifest.json").write_text(json.dumps(data))
+    block = jobtime.readme_block(tmp_path)
+    assert "`lab bench --stock` cold (x86_64 and arm64" in block and "48m49s" in block
+    assert "`lab bench --stock` warm (x86_64 and arm64" in block and "b-warm-old" in block
+    assert "No stored run of `lab bench` cold (a new machine), `lab bench` warm or " \
+        "`lab bench --full` yet" in block
+    manifest(tmp_path / "c-cold", compiled=2100, elapsed_s=1900, start=empty,
+             written="2026-11-30 16:00:00")
+    block = jobtime.readme_block(tmp_path)
+    assert "`lab bench` cold (x86_64 and arm64, commit abcdef1, 2026-11-30): 31m40s" in block
+    assert "48m49s" in block

@@ -152,6 +152,20 @@ def test_a_figure_measured_on_debians_config_is_found(tmp_path):
     assert headline.not_current(d, tree) == {}
 
 
+def test_a_figure_measured_without_stock_is_found(tmp_path):
+    """A bench without --stock has no stock runs for the tables' switch
+    off against stock column: never a headline figure."""
+    d, name = _copy(tmp_path, FIG)
+    m = d / name / "manifest.json"
+    tree = "1" * 40
+    data = {"patches_tree": tree, "variant": "default", "stock": False}
+    m.write_text(json.dumps(data))
+    assert headline.not_current(d, tree) == {name: f"{tree}, without stock (no --stock)"}
+    data["stock"] = True
+    m.write_text(json.dumps(data))
+    assert headline.not_current(d, tree) == {}
+
+
 def test_the_controls_compare_the_default_with_stock():
     """Each control row gives switch on against stock beside switch off vs
     on, computed from the same runs: doubling stock's runs of one control

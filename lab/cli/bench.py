@@ -8,7 +8,8 @@ from . import options
 
 
 def add_parser(sub):
-    sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on, stock")
+    sp = sub.add_parser("bench", help="benchmark comparison: switch off vs on (and "
+                        "stock, with --stock)")
     sp.add_argument("-a", "--arch", action="append", choices=list(config.ARCHES))
     sp.add_argument("-w", "--workload", action="append", help="workload (repeatable)")
     sp.add_argument("--quick", action="store_true",
@@ -27,12 +28,17 @@ def add_parser(sub):
                     help="write the workload programs, their plan (--repeats of "
                     "each mode, default 3) and run-here.sh into DIR, to run on a "
                     "machine booted with a foliobatch kernel; no boot here")
+    sp.add_argument("--stock", action="store_true",
+                    help="build and boot the stock kernels too, and check each "
+                    "workload's switch off against stock 6.12 (two more kernel "
+                    "builds and boots: the README's tables are measured with it)")
     sp.add_argument("--kernel-config", choices=("lab", "debian"), default="lab",
                     help="the kernels' config: the lab's (default) or Debian's own "
                     "(the debian build variant: Debian's pinned config, the guest's "
                     "drivers built in; kernels of about twice the lab's objects)")
     sp.add_argument("--no-cache", action="store_true",
-                    help="boot the stock kernel afresh even where an earlier bench "
+                    help="with --stock, boot the stock kernel afresh even where an "
+                    "earlier bench "
                     "stored its runs for the same kernel, image, plan and QEMU")
     sp.add_argument("--list", action="store_true",
                     help="list the workloads (their modes and arches) and exit")
@@ -83,7 +89,8 @@ def cmd_bench(args):
     return bench.main(options.arches(args), workloads=args.workload, quick=args.quick,
                       repeats=args.repeats, min_repeats=args.min_repeats,
                       use_cache=not args.no_cache, full=args.full,
-                      variant="debian" if args.kernel_config == "debian" else "default")
+                      variant="debian" if args.kernel_config == "debian" else "default",
+                      stock=args.stock)
 
 
 def cmd_report(args):

@@ -3,8 +3,11 @@
 
 One boot of the patched kernel per arch runs every workload in every mode
 (switch settings), alternating the order of modes from one repeat to the
-next; one boot of the stock kernel runs every workload once per repeat, to
-show that "off" is stock.  Both boots use -icount shift=0,sleep=off, so
+next; with stock (lab bench --stock), one boot of the stock kernel runs
+every workload once per repeat, to show that "off" is stock.  Without it
+the stock kernels are neither built nor booted: the baseline is switch off
+on the patched kernel, and the report says that switch off was not checked
+against stock.  Every boot uses -icount shift=0,sleep=off, so
 CLOCK_MONOTONIC in the guest counts instructions ("instruction-time").
 More boots follow for the measurements whose spread is still over 1%, up to
 a cap.  The workloads and the guest plan that runs them are workloads.py's.
@@ -381,11 +384,12 @@ def headline_set():
 
 
 def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
-         use_cache=True, full=False, variant="default"):
+         use_cache=True, full=False, variant="default", stock=False):
     """The bench of arches: the named workloads (at upstream's scale unless
     quick); with none named, every workload at upstream's scale (full), or
     the headline set at the quick scale, each mode MAIN_REPEATS times (the
-    main job)."""
+    main job).  stock: build and boot the stock kernels too, and check
+    switch off against them."""
     t = Timer()
     only_on = None
     if not workloads and not full:
@@ -420,7 +424,8 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     outdir = new_outdir(config.WORK / "results", f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     # what the bench measures is the lab as it started: no exit status
     # until it ends, so that a bench that never ends is refused
-    info = dict(run_info(arches), variant=variant)
+    info = dict(run_info(arches), variant=variant, stock=stock)
+    flavours = flavours_of(stock)
     manifest.write(outdir, info)
     for w in chosen:
         missing = [s for s in w.switches() if not in_series(s)]
@@ -430,13 +435,13 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
     sink = Sink(outdir)
     # every kernel, patched ones first (the first boots of each arch), built
     # one after the other beside the boots of the kernels before them
-    build.build_ahead([(a, variant, f) for f in config.FLAVOURS[::-1] for a in arches])
+    build.build_ahead([(a, variant, f) for f in flavours for a in arches])
     errors = {}
 
     def one(arch_name):
         try:
             bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache,
-                       variant)
+                       variant, flavours)
         except Exception as e:  # noqa: BLE001 - reported below, exit 1
             errors[arch_name] = e
             warn(f"{arch_name}: bench stopped: {e}")
@@ -457,14 +462,14 @@ def main(arches, workloads=None, quick=False, repeats=None, min_repeats=None,
         runs, boots = list(sink.runs), list(sink.boots)
         sink.save()
     page = report.write(outdir, runs, chosen, arches, in_series, boots,
-                        provenance=PROVENANCE)
+                        provenance=PROVENANCE, stock=stock)
     say(f"bench done in {t}: {page}")
     for arch_name, e in errors.items():
         warn(f"{arch_name}: {e}")
     status = verdict(boots)
     if interrupted or errors:
         status = 1
-    manifest.write(outdir, dict(info, kernels=kernel_configs(arches, variant),
+    manifest.write(outdir, dict(info, kernels=kernel_configs(arches, variant, flavours),
                                 elapsed_s=int(time.monotonic() - t.t0),
                                 job="main" if only_on is not None else
                                 ("full" if full else "named"),
@@ -492,12 +497,18 @@ def run_info(arches):
                               qemu=run.qemu_version(a)) for a in arches}}
 
 
-def kernel_configs(arches, variant="default"):
+def flavours_of(stock):
+    """The kernels a bench builds and boots, patched first: the stock
+    kernel only with stock (lab bench --stock)."""
+    return ("patched", "stock") if stock else ("patched",)
+
+
+def kernel_configs(arches, variant="default", flavours=config.FLAVOURS):
     """{arch/flavour: {config: the .config of the built tree, sha256: its
     sha256, None when there is none}} of the kernels a bench boots."""
     out = {}
     for a in arches:
-        for fl in config.FLAVOURS:
+        for fl in flavours:
             f = config.build_dir(a, variant, fl) / ".config"
             out[f"{a}/{fl}"] = {"config": str(f),
                                 "sha256": manifest.sha256(f) if f.is_file() else None}
@@ -523,7 +534,7 @@ def _join(threads):
 
 
 def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=True,
-               variant="default"):
+               variant="default", flavours=("patched", "stock")):
     """Every boot of one arch: its image, then each group of workloads that
     share boot arguments; a boot waits for its kernel (built ahead) only."""
     built = {}
@@ -546,7 +557,7 @@ def bench_arch(arch_name, chosen, first, cap, quick, outdir, sink, use_cache=Tru
             say(f"{w.name}: not on {arch_name} (runs on {', '.join(w.arches)})")
     for _, group in boot_groups(here):
         bench_group(arch_name, group, first, cap, quick, outdir, meta, sink, ready,
-                    use_cache)
+                    use_cache, flavours)
 
 
 def verdict(boots):
@@ -576,9 +587,10 @@ def verdict(boots):
 
 
 def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
-                ready=lambda flavour: None, use_cache=True):
+                ready=lambda flavour: None, use_cache=True, flavours=("patched", "stock")):
     """The boots of workloads that share boot arguments: first repeats on
-    patched and stock, then up to cap while a spread is over target.  Each
+    each of flavours (patched, and stock if it is there), then up to cap
+    while a spread is over target.  Each
     boot's runs go to sink as soon as it ends; ready(flavour) waits for
     the flavour's kernel."""
     runs = []
@@ -590,13 +602,15 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
         sink.add(kept, boot)
         return kept
 
-    for flavour in ("patched", "stock"):
+    for flavour in flavours:
         runs += one_boot(flavour, chosen, first, 0)
     done = first
     while done < cap:
         noisy = []
         for w in chosen:
             for flavour, modes in (("patched", list(w.modes)), ("stock", ["stock"])):
+                if flavour not in flavours:
+                    continue
                 for m in modes:
                     vals = [instr_time(r) for r in runs if r["workload"] == w.name
                             and r["flavour"] == flavour and r["mode"] == m
@@ -606,7 +620,7 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
         if not noisy:
             break
         more = min(2, cap - done)
-        for flavour in ("patched", "stock"):
+        for flavour in flavours:
             ws = [w for w in chosen if (w, flavour) in noisy]
             if ws:
                 say(f"{arch_name}/{flavour}: spread over {SPREAD_TARGET:.0%} for "

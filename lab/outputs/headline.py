@@ -280,8 +280,10 @@ def not_current(results_dir, tree):
     measurements headline.toml takes figures from whose series is not the
     patches tree @tree (git rev-parse HEAD:patches), or whose kernels are
     not the lab's own (a manifest's variant other than 'default': 'lab
-    bench --kernel-config debian'): the README's tables take only
-    measurements of the current series on the lab's kernels."""
+    bench --kernel-config debian'), or that booted no stock kernel (a bench
+    without --stock: the tables' switch-off-against-stock column has
+    nothing to compare): the README's tables take only measurements of the
+    current series on the lab's kernels, against stock."""
     _, figures = declared(results_dir)
     out = {}
     for name in sorted({f.results for f in figures}):
@@ -292,4 +294,6 @@ def not_current(results_dir, tree):
             out[name] = got
         elif variant != "default":
             out[name] = f"{got}, on the {variant} kernels"
+        elif not manifest.booted_stock(Path(results_dir) / name):
+            out[name] = f"{got}, without stock (no --stock)"
     return out

@@ -18,18 +18,24 @@ is_cold = testsummary.is_cold
 
 
 def kind(data):
-    """The bench time a manifest gives: its job, with " cold" or " warm"
-    for the main job (warm: every compilation from ccache; a main job
-    between the two, some of it compiled, is neither)."""
+    """The bench time a manifest gives: its job, " --stock" when it booted
+    the stock kernels too (a manifest from before the option: every bench
+    did), and " cold" or " warm" for the main job (warm: every compilation
+    from ccache; a main job between the two, some of it compiled, is
+    neither)."""
     job = data.get("job")
-    if job != "main":
+    if job not in ("main", "full"):
+        return job
+    job += " --stock" if data.get("stock", True) else ""
+    if not job.startswith("main"):
         return job
     if is_cold(data):
-        return "main cold"
-    return "main warm" if data.get("compiled") == 0 else "main"
+        return job + " cold"
+    return job + " warm" if data.get("compiled") == 0 else job
 
 
-KINDS = ("main cold", "main warm", "main", "full")
+KINDS = ("main cold", "main warm", "main", "main --stock cold", "main --stock warm",
+         "main --stock", "full", "full --stock")
 
 
 def stored(results_dir):
@@ -64,15 +70,17 @@ def _boots(d):
 
 def command(kind_):
     """How the README names a kind(): the command, then "cold" or "warm"."""
-    job, _, warmth = kind_.partition(" ")
-    return f"`lab bench{' --full' if job == 'full' else ''}`" + \
-        (f" {warmth}" if warmth else "")
+    words = kind_.split(" ")
+    flags = [" --full"] if words[0] == "full" else []
+    flags += [" " + w for w in words[1:] if w.startswith("--")]
+    warmth = [w for w in words[1:] if not w.startswith("--")]
+    return f"`lab bench{''.join(flags)}`" + (f" {warmth[0]}" if warmth else "")
 
 
 def sentence(job, entry):
     written, name, data = entry
     arches = " and ".join(data.get("arches", []))
-    if job == "main cold":
+    if job.endswith(" cold"):
         how = (", cold: a new machine, ccache empty and no kernel built, "
                f"{data['compiled']:,} compilations")
     else:
@@ -88,10 +96,12 @@ def sentence(job, entry):
 
 def readme_block(results_dir):
     """The README's sentence: the newest cold and warm main job and --full
-    run; a main job neither cold nor warm only when neither is stored."""
+    run, without and with --stock; a main job neither cold nor warm only
+    when neither is stored."""
     found = stored(results_dir)
     kinds = [k for k in KINDS if k in found
-             and (k != "main" or not ({"main cold", "main warm"} & found.keys()))]
+             and (k not in ("main", "main --stock")
+                  or not ({k + " cold", k + " warm"} & found.keys()))]
     lines = [sentence(k, found[k]) for k in kinds]
     missing = [command(k) + (" (a new machine)" if k == "main cold" else "")
                for k in ("main cold", "main warm", "full") if k not in found]

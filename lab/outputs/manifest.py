@@ -65,6 +65,14 @@ def read(d):
     return data
 
 
+def booted_stock(d):
+    """Did the bench of a directory boot the stock kernels: its manifest's
+    "stock" (lab bench --stock); True for a manifest without it, and for a
+    directory without one, stored when every bench booted stock."""
+    m = read(d)
+    return True if m is None else bool(m.get("stock", True))
+
+
 def count_disagreements(runs, boots):
     """Where runs.json and boots.json disagree on run counts: boots.json
     gives each boot's runs kept ('runs'), runs.json holds those runs, each

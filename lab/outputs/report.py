@@ -14,16 +14,20 @@ GUEST_TIME = "instruction-time"
 NATIVE_TIME = "time"
 
 
-def write(outdir, runs, workloads, arches, in_series, boots=None, provenance=None):
+def write(outdir, runs, workloads, arches, in_series, boots=None, provenance=None,
+          stock=True):
     """report.md, report.html, summary.png and workloads.png of a bench's
     runs in outdir; return report.html's path.  A kernel and mode with a run
     that boots (boots.json) lists as left out, or that has no run kept,
     gives no figure: its rows say FAILED and the plots leave it out.
     provenance: a line on what the runs can be checked against (the
-    directory's manifest.json, or that it has none)."""
+    directory's manifest.json, or that it has none).  stock: the bench
+    booted the stock kernels (lab bench --stock), so each workload's stock
+    runs are expected and switch off is checked against them."""
     native = bool(runs) and all(r.get("clock") == "native" for r in runs)
     label = NATIVE_TIME if native else GUEST_TIME
-    failed = tables.failed_keys(boots, runs, workloads, arches, stock=not native)
+    stock = stock and not native
+    failed = tables.failed_keys(boots, runs, workloads, arches, stock=stock)
     groups = summarize(runs)
     probes = summarize(runs, probe=True)
     shown = tables.without_failed(groups, failed, workloads)
@@ -51,7 +55,7 @@ def write(outdir, runs, workloads, arches, in_series, boots=None, provenance=Non
     if boots is not None:
         md.append(tables.boots_section(boots))
     md.append(tables.missing_section(tables.missing_runs(runs, workloads, arches,
-                                                         stock=not native)))
+                                                         stock=stock)))
     summary = plots.plot_summary(shown, workloads, arches, outdir / "summary.png", label)
     if summary:
         md.append(f"![change per workload]({summary.name})\n")
@@ -59,7 +63,8 @@ def write(outdir, runs, workloads, arches, in_series, boots=None, provenance=Non
     if panels:
         md.append(f"![each workload, both arches]({panels.name})\n")
     for arch in arches:
-        md.append(tables.markdown(groups, workloads, arch, in_series, label, failed))
+        md.append(tables.markdown(groups, workloads, arch, in_series, label, failed,
+                                  with_stock=stock or native))
         mech = tables.mechanism_table(probes, workloads, arch, failed)
         if mech:
             md.append(mech)

@@ -258,11 +258,14 @@ CHECK_LEGEND = (
 
 
 def markdown(groups, workloads, arch, in_series, time_label="instruction-time",
-             failed=frozenset()):
+             failed=frozenset(), with_stock=True):
     """The table of an arch: per workload, metric and mode, stock, switch
     off, the mode and the change; then the switch-off-against-stock check.
     A mode with a side in failed (failed_keys()) has one row, FAILED with
-    no figure, and so does the check when switch off or stock failed."""
+    no figure, and so does the check when switch off or stock failed.
+    Without with_stock (a bench that booted no stock kernel) the stock column
+    is '-' and a sentence says that switch off was not checked against
+    stock, in place of the check."""
     out = [f"### {arch}", "",
            "| workload | metric | stock | switch off | mode | switch on | change | seed |",
            "|---|---|---|---|---|---|---|---|"]
@@ -308,6 +311,11 @@ def markdown(groups, workloads, arch, in_series, time_label="instruction-time",
                 "them (the arch has no such counter, or it never moved): "
                 + "; ".join(absent) + "."]
     if time_label == "time":    # run-here.sh: one foliobatch kernel, no stock runs
+        return "\n".join(out) + "\n"
+    if not with_stock:
+        out += ["", f"Switch off against stock ({arch}): not checked: this bench "
+                "booted no stock kernel (`lab bench --stock` builds and boots one, "
+                "and checks every workload's switch off against it)."]
         return "\n".join(out) + "\n"
     out += ["", f"Switch off against stock ({arch}): " + CHECK_LEGEND.format(
                 time=time_label, counter=COUNTER_TOLERANCE, spread=SPREAD_TOLERANCE)
