@@ -253,3 +253,14 @@ def test_a_missing_patched_run_fails_a_bench_without_stock(tmp_path, monkeypatch
     assert rc == 1
     assert "- x86_64/patched mremap-4k on" in md
     assert "stock mremap-4k" not in md
+
+
+# With --stock, a stock boot that dies fails the bench: its runs were
+# planned, so they are missing, not "not booted".
+def test_a_dead_stock_boot_fails_a_bench_with_stock(tmp_path, monkeypatch):
+    rc, out, md = _bench(tmp_path, monkeypatch,
+                         bench_lines(mremap4k("off", 0), mremap4k("on", 0)),
+                         stock=["LAB-READY: 6.12.117-stock", "Kernel panic - not syncing"])
+    assert rc == 1
+    assert "- x86_64/stock mremap-4k stock" in md
+    assert "not checked: this bench booted no stock kernel" not in md

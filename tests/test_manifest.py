@@ -202,3 +202,24 @@ def test_results_md_gives_no_figure_of_a_refused_measurement(tmp_path, monkeypat
         part = part[:part.index("\n## ")]
         assert "**Refused**: runs.json and boots.json disagree on run counts" in part
         assert "| arm64 |" not in part and "±" not in part
+
+
+# A stored bench without --stock is whole: results.md gives its figures
+# with no stock run expected (none FAILED) and says switch off was not
+# checked against stock; the README's headline refuses to take a figure
+# from it, since its tables check switch off against stock.
+def test_a_stored_bench_without_stock_is_whole_but_no_headline(tmp_path, monkeypatch):
+    rc, out, _ = _bench(tmp_path, monkeypatch,
+                        bench_lines(mremap4k("off", 0), mremap4k("on", 0)),
+                        with_stock=False)
+    assert rc == 0 and manifest.booted_stock(out) is False
+    (out / "note.md").write_text("# a bench without --stock\n")
+    text = history.section(out)
+    assert "FAILED" not in text
+    assert "Switch off against stock: not checked" in text
+    (tmp_path / headline.DECLARATIONS).write_text(
+        f'[[series]]\nname = "s"\nswitch = "mremap_batch"\n  [[series.figure]]\n'
+        f'  arch = "x86_64"\n  results = "{out.name}"\n  workload = "mremap-4k"\n')
+    shutil.move(str(out), tmp_path / out.name)
+    with pytest.raises(LabError, match="booted no stock kernel"):
+        headline.readme_block(tmp_path)

@@ -49,7 +49,7 @@ def report_dir(outdir):
         provenance = manifest.describe(outdir)
         say(provenance)
     chosen, arches = workloads.of_runs(runs, f)
-    stock = boots is not None and manifest.booted_stock(outdir)
+    stock = manifest.booted_stock(outdir)
     return report.write(outdir, runs, chosen, arches, in_series, boots, provenance,
                         stock=stock)
 

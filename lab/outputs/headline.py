@@ -91,6 +91,10 @@ def _stored(results_dir, name, cache):
         if why:
             raise LabError(f"{d}: refused: {'; '.join(why)}; headline.toml takes "
                            "figures from it")
+        if not manifest.booted_stock(d):
+            raise LabError(f"{d}: its bench booted no stock kernel (no --stock): "
+                           "headline.toml takes figures from it, and the README's "
+                           "tables check switch off against stock")
         runs, ws, arches = history.load(d)
         cache[name] = Stored(runs, stats.summarize(runs), stats.summarize(runs, probe=True),
                              frozenset(history.failed(d, runs, ws, arches)),

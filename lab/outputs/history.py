@@ -86,8 +86,10 @@ def refused(results_dir):
 def failed(d, runs, ws, arches):
     """tables.failed_keys() of a stored measurement: the kernels and modes
     its boots.json (when stored) lists a run left out of, and those without
-    a run of a workload it measured."""
-    return tables.failed_keys(load_boots(d), runs, ws, arches)
+    a run of a workload it measured (stock's only when its bench booted
+    stock: manifest.booted_stock())."""
+    return tables.failed_keys(load_boots(d), runs, ws, arches,
+                              stock=manifest.booted_stock(d))
 
 
 def headline(groups, ws, arch, failed=frozenset()):
@@ -170,7 +172,11 @@ def section(d, link_base="results"):
     if bad:
         out += [f"{tables.FAILED}: a run of that kernel and mode was left out or did "
                 "not arrive; the row gives no figure.", ""]
-    checks = [row for a in arches for row in check_rows(groups, ws, a, bad)]
+    checks = [row for a in arches for row in check_rows(groups, ws, a, bad)] \
+        if manifest.booted_stock(d) else []
+    if not manifest.booted_stock(d):
+        out += ["Switch off against stock: not checked: this bench booted no stock "
+                "kernel (no `--stock`).", ""]
     if checks:
         out += ["| arch | workload | switch off vs stock |", "|---|---|---|"] + checks + [""]
     compared = configcompare.section(d, (runs, ws, arches), entries(d.parent), refusal,
