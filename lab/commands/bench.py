@@ -608,10 +608,8 @@ def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
     while done < cap:
         noisy = []
         for w in chosen:
-            for flavour, modes in (("patched", list(w.modes)), ("stock", ["stock"])):
-                if flavour not in flavours:
-                    continue
-                for m in modes:
+            for flavour in flavours:
+                for m in (w.modes if flavour == "patched" else ["stock"]):
                     vals = [instr_time(r) for r in runs if r["workload"] == w.name
                             and r["flavour"] == flavour and r["mode"] == m
                             and not r.get("probe")]

@@ -161,6 +161,7 @@ def section(d, link_base="results"):
             out += [f"The report its bench wrote: {link}.", ""]
         return "\n".join(out).rstrip() + "\n"
     runs, ws, arches = load(d)
+    with_stock = manifest.booted_stock(d)
     bad = failed(d, runs, ws, arches)
     groups = stats.summarize(runs)
     probes = stats.summarize(runs, probe=True)
@@ -173,8 +174,8 @@ def section(d, link_base="results"):
         out += [f"{tables.FAILED}: a run of that kernel and mode was left out or did "
                 "not arrive; the row gives no figure.", ""]
     checks = [row for a in arches for row in check_rows(groups, ws, a, bad)] \
-        if manifest.booted_stock(d) else []
-    if not manifest.booted_stock(d):
+        if with_stock else []
+    if not with_stock:
         out += ["Switch off against stock: not checked: this bench booted no stock "
                 "kernel (no `--stock`).", ""]
     if checks:

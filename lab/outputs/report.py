@@ -64,7 +64,7 @@ def write(outdir, runs, workloads, arches, in_series, boots=None, provenance=Non
         md.append(f"![each workload, both arches]({panels.name})\n")
     for arch in arches:
         md.append(tables.markdown(groups, workloads, arch, in_series, label, failed,
-                                  with_stock=stock or native))
+                                  with_stock=stock))
         mech = tables.mechanism_table(probes, workloads, arch, failed)
         if mech:
             md.append(mech)
