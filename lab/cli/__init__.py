@@ -93,7 +93,31 @@ def main(argv=None):
 
 
 def _stop(signum, frame):
+    """SIGTERM, and Ctrl-C under guarded(): the first one stops the lab;
+    those after it are ignored from here on, before the KeyboardInterrupt
+    even starts on its way.  Ignoring them only in guarded()'s clean-up
+    left a window (its error message, a bench's report) in which a second
+    signal raised a KeyboardInterrupt inside the clean-up itself, which
+    then ran no further: Python's signal.signal() runs a pending handler
+    before it changes one."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is _stop:
+            signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
+
+
+def _ignore_stops():
+    """Ignore SIGINT and SIGTERM; return whether one came in just before
+    and stopped the lab on the way (signal.signal() first runs a pending
+    handler: _stop then raises, after it has ignored the rest)."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        return False
+    except KeyboardInterrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        return True
 
 
 def guarded(fn, *args):
@@ -105,20 +129,28 @@ def guarded(fn, *args):
     signal handlers are those of before when it returns."""
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGTERM, _stop)
+    # Ctrl-C as Python has it by default (a lab started in the background
+    # inherits SIGINT ignored: it stays so)
+    if handlers[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _stop)
+    code = None
     try:
-        return fn(*args)
+        code = fn(*args)
     except LabError as e:
         print(f"lab: error: {e}", file=sys.stderr)
-        return LAB_ERROR
+        code = LAB_ERROR
     except KeyboardInterrupt:
-        print("lab: interrupted", file=sys.stderr)
-        return 130
+        code = 130
     finally:
-        # a second Ctrl-C or SIGTERM must not cut the clean-up short
-        for sig in handlers:
-            signal.signal(sig, signal.SIG_IGN)
+        # a second Ctrl-C or SIGTERM must not cut the clean-up short, and
+        # one that comes as the command ends still stops it
+        if _ignore_stops():
+            code = 130
+        if code == 130:
+            print("lab: interrupted", file=sys.stderr)
         n = stop_children()
         if n:
             print(f"lab: stopped {n} process(es) it had started", file=sys.stderr)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+    return code
