@@ -65,7 +65,7 @@ GROUPS = (
           why="flushes per batch, no lost write under reclaim, pinned folios kept"),
     Group("SHM_LOCK warning", "0025", (), harden=("shmlock",),
           why="SHM_LOCK racing reclaim of dirty shmem, with 0 kernel reports"),
-    Group("mprotect() batching", "0032-0042,0046,0053-0054", ("mprotect_batch",),
+    Group("mprotect() batching", "0032-0042,0046,0053-0054,0058", ("mprotect_batch",),
           own=("mprotect_batch",), upstream=("mkdirty", "soft-dirty", "uffd-unit-tests"),
           why="protection bits, dirty and exclusive state per PTE, the NUMA "
               "scan's skips, arm64's contiguous blocks and their flushes"),
