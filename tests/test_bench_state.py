@@ -747,3 +747,33 @@ def test_the_main_jobs_report_expects_a_workload_only_where_it_was_planned(
     assert seen["mprotect-midfolio"].runs_on("arm64")
     assert not seen["mprotect-midfolio"].runs_on("x86_64")
     assert seen["mremap-64k"].runs_on("x86_64") and seen["mremap-64k"].runs_on("arm64")
+
+
+def _kprobe_clone(tmp_path, func, symbols):
+    """lib.sh's lab_kprobe_clone FUNC on a /proc/kallsyms of symbols."""
+    (tmp_path / "proc").mkdir(exist_ok=True)
+    (tmp_path / "proc" / "kallsyms").write_text(
+        "".join(f"ffffffff81000000 {t} {s}\n" for t, s in symbols))
+    lib = (REPO / "guest" / "lib.sh").read_text()
+    body = lib[lib.index("lab_kprobe_clone() {"):]
+    body = body[:body.index("\n}\n") + 3]
+    p = subprocess.run(["sh", "-c", body + f"\nlab_kprobe_clone {func}"],
+                       capture_output=True, text=True, env={"LAB_SYSROOT": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+# A bench kprobe on a function gcc cloned (x86_64 has only
+# mprotect_starts_large.constprop.0) probes the clone, as the guest tests'
+# lab_kprobe_add() does; never a .cold or .part piece, another function
+# whose name starts the same, or one of several clones.
+def test_bench_kprobes_find_the_one_clone_of_a_function(tmp_path):
+    f = "mprotect_starts_large"
+    assert _kprobe_clone(tmp_path, f, [("t", f + ".constprop.0")]) == f + ".constprop.0"
+    assert _kprobe_clone(tmp_path, f, [("T", f + ".isra.3.constprop.1")]) \
+        == f + ".isra.3.constprop.1"
+    assert _kprobe_clone(tmp_path, f, [("t", f + ".cold"), ("t", f + ".part.0"),
+                                       ("t", f + "_x.constprop.0"),
+                                       ("d", f + ".constprop.0")]) == ""
+    assert _kprobe_clone(tmp_path, f, [("t", f + ".constprop.0"),
+                                       ("t", f + ".constprop.1")]) == ""

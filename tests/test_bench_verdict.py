@@ -129,17 +129,27 @@ def test_a_failed_stock_run_fails_the_whole_workload(tmp_path, monkeypatch):
     assert "| mremap-4k | FAILED |" in _check_row(md)
 
 
-# The clean bench exits 0 with figures; a kprobe that could not be set
-# (stock has no batched helper to probe) keeps its runs and the bench green.
-def test_a_clean_bench_and_a_kprobe_set_up_failure_exit_0(tmp_path, monkeypatch):
+# The clean bench exits 0 with figures.  A kprobe that could not be set on
+# stock (which has no batched helper to probe) keeps its runs and the bench
+# green; on the patched kernel, which has every function its mechanisms
+# name, it is a count that did not arrive: the runs keep their figures and
+# the bench fails.
+def test_a_clean_bench_and_a_kprobe_set_up_failure(tmp_path, monkeypatch):
     runs = bench_lines(mremap4k("off", 0), mremap4k("on", 0))
     rc, out, md = _bench(tmp_path / "a", monkeypatch, runs)
     assert rc == 0 and "FAILED" not in md
     assert not _no_figure(_rows(md, "mremap-4k", "on")[0], "mremap-4k")
     (tmp_path / "b").mkdir()
-    rc, out, md = _bench(tmp_path / "b", monkeypatch,
-                         ["# lab: could not set a kprobe on foo"] + runs)
+    no_probe = "# lab: could not set a kprobe on foo"
+    rc, out, md = _bench(tmp_path / "b", monkeypatch, runs, stock=[no_probe] + bench_lines(
+        mremap4k("stock", 0, flavour="stock")))
     assert rc == 0 and "FAILED" not in md
+    (tmp_path / "c").mkdir()
+    rc, out, md = _bench(tmp_path / "c", monkeypatch, [no_probe] + runs)
+    assert rc == 1
+    assert not _no_figure(_rows(md, "mremap-4k", "on")[0], "mremap-4k")
+    boots = json.loads((out / "boots.json").read_text())
+    assert [b["kprobe_failed"] for b in boots if b["flavour"] == "patched"] == [["foo"]]
 
 
 # verdict() alone: any run left out, whatever its reason, is a failure.

@@ -343,7 +343,8 @@ def boot_bench(arch_name, flavour, workloads, reps, quick, rep0, outdir, meta_ba
             "first_report": reports[0] if reports else "", "runs": len(kept),
             "excluded": [{k: r[k] for k in ("workload", "mode", "rep", "excluded")}
                          for r in excluded],
-            "reused": str(reused) if reused else ""}
+            "reused": str(reused) if reused else "",
+            "kprobe_failed": failed}
     if stored and not reused:
         if excluded or reports or b.exit_code != 0:
             say(f"{name}: not stored for reuse (runs left out, kernel reports "
@@ -569,11 +570,19 @@ def verdict(boots):
     a planned run that never reported); else 1.  A boot that did not
     complete has no entry here: main() fails the bench on its exception.
 
-    A kprobe that could not be set is no run's failure and does not fail
-    the bench: stock has no batched helper to probe, so the set-up fails
-    there by design; its runs are kept (SETUP_FAILED does not match it)
-    and the mechanism table says n/a for that kernel (kprobe_failed)."""
+    A kprobe that could not be set on stock is no failure: stock has no
+    batched helper to probe, so the set-up fails there by design; its runs
+    are kept (SETUP_FAILED does not match it) and the mechanism table says
+    n/a for that kernel (kprobe_failed).  On the patched kernel every
+    function a workload's mechanisms name for the arch is there to probe
+    (as itself or as the one clone gcc made of it, lib.sh's lab_kprobe), so
+    a kprobe it could not set is a count that was expected and did not
+    arrive: the bench fails (its time figures are kept)."""
     bad = [b for b in boots if b["kernel_reports"]]
+    blind = [b for b in boots if b.get("flavour") == "patched" and b.get("kprobe_failed")]
+    for b in blind:
+        warn(f"{b['name']}: could not set a kprobe on "
+             f"{', '.join(b['kprobe_failed'])}: its mechanism counts are missing")
     for b in bad:
         warn(f"{b['name']}: {b['kernel_reports']} kernel report(s): {b['first_report']}")
     died = [b for b in boots if b.get("lab_exit", 0) != 0]
@@ -583,7 +592,7 @@ def verdict(boots):
     for b, r in gone:
         warn(f"{b['name']}: {r['workload']} {r['mode']} rep {r['rep']} left out: "
              f"{'; '.join(r['excluded'])}")
-    return 1 if bad or died or gone else 0
+    return 1 if bad or died or gone or blind else 0
 
 
 def bench_group(arch_name, chosen, first, cap, quick, outdir, meta, sink,
