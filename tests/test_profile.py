@@ -63,3 +63,19 @@ def test_mechanism_table_counts_whole_asid_flushes_when_asked():
     line = next(ln for ln in text.splitlines() if "ASIDE1" in ln)
     assert line.split()[-2:] == ["0", "3"]
     assert "ASIDE1" not in profile.mechanism_table([("off", off), ("on", on)])
+
+
+# The most-instructions table ranks by the first patched mode and gives
+# every column, 0 where a kernel lacks the function.
+def test_most_table_ranks_by_the_first_patched_mode():
+    stock = {"swap_writepage": [640, 16, 0, 0], "try_to_unmap_one": [500, 40, 0, 0]}
+    on = {"swap_writepage": [640, 16, 0, 0], "try_to_unmap_one": [100, 3, 0, 0],
+          "unmap_anon_batch_to_swap": [90, 3, 0, 0], "x": [1, 1, 0, 0]}
+    off = {"swap_writepage": [640, 16, 0, 0], "try_to_unmap_one": [510, 40, 0, 0]}
+    text = profile.most_table([("stock", stock), ("on", on), ("off", off)], 3)
+    lines = text.splitlines()
+    assert lines[0].split()[0] == "function" and len(lines) == 4
+    assert [ln.split()[0] for ln in lines[1:]] == ["swap_writepage", "try_to_unmap_one",
+                                                  "unmap_anon_batch_to_swap"]
+    assert lines[2].split()[1:] == ["500", "100", "510"]
+    assert lines[3].split()[1:] == ["0", "90", "0"]

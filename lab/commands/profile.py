@@ -175,6 +175,22 @@ def mechanism_table(columns, asid=False):
     return "\n".join(lines)
 
 
+def most_table(columns, top):
+    """columns: [(label, funcs)] -> text: the top functions by instructions
+    in the second column (the first patched mode), each with its
+    instructions in every column.  The counts are of the whole boot, so
+    the boot's own functions are among them; a function the workload runs
+    the same on every kernel (swap_writepage()'s zero-fill scan, for
+    one) bounds what any batch can save."""
+    first = columns[1][1]
+    names = sorted(first, key=lambda n: -first[n][0])[:top]
+    w = max([len(n) for n in names] + [36])
+    lines = [f"{'function':{w}} " + " ".join(f"{lab + ' insns':>16}" for lab, _ in columns)]
+    for n in names:
+        lines.append(f"{n:{w}} " + " ".join(f"{f.get(n, [0])[0]:16,}" for _, f in columns))
+    return "\n".join(lines)
+
+
 def main(arches, workload, modes=("off",), quick=False, top=25):
     t = Timer()
     if workload not in workloads.BY_NAME:
@@ -213,7 +229,9 @@ def main(arches, workload, modes=("off",), quick=False, top=25):
                       mechanism_table(columns, asid=arch_name == "arm64") + "\n\n"
                       f"functions whose instructions differ most, stock against "
                       f"patched '{first[0]}':\n" +
-                      format_table(rows, totals, "stock", first[0]))
+                      format_table(rows, totals, "stock", first[0]) + "\n\n"
+                      f"functions with the most instructions in patched "
+                      f"'{first[0]}', boot included:\n" + most_table(columns, top))
     text = "\n\n".join(report) + "\n"
     (outdir / "profile.txt").write_text(text)
     print(text)
