@@ -68,6 +68,7 @@ static const char *const switch_names[NR_SWITCHES] = {
 FIXTURE(au) {
 	struct lab_knob sw[NR_SWITCHES];
 	struct lab_thp thp;
+	struct lab_knob shmem_64k;	/* saved by a test that sets it */
 	bool thp_saved;
 	bool zram_on;
 	int pm_fd;
@@ -155,6 +156,7 @@ FIXTURE_SETUP(au)
 	for (i = 0; i < NR_SWITCHES; i++)
 		self->sw[i].valid = false;
 	self->thp_saved = false;
+	self->shmem_64k.valid = false;
 	self->zram_on = false;
 	self->pm_fd = -1;
 	LAB_REQUIRE_FLAVOUR(variant->flavour, "variant for the %s kernel",
@@ -180,6 +182,7 @@ FIXTURE_TEARDOWN(au)
 		EXPECT_EQ(0, au_zram_off(120));
 	if (self->thp_saved)
 		EXPECT_EQ(0, lab_thp_restore(&self->thp));
+	EXPECT_EQ(0, lab_knob_restore(&self->shmem_64k));
 	lab_switches_restore(_metadata, self->sw, NR_SWITCHES);
 }
 
@@ -587,6 +590,101 @@ TEST_F_TIMEOUT(au, uffd_wp_kept, 300)
 	EXPECT_EQ(NR_PTES, wp_swapped) TH_LOG("swap entries lost the uffd-wp bit");
 	EXPECT_EQ(NR_PTES, wp_present) TH_LOG("pages lost the uffd-wp bit");
 	EXPECT_EQ(au_batched(variant) ? NR_FOLIOS : 0, dupnr);
+	close(fd);
+	ASSERT_EQ(0, munmap(p, LEN));
+}
+
+#define SHMEM_64K	LAB_THP_DIR "/hugepages-64kB/shmem_enabled"
+
+/*
+ * Proves each PTE of a shmem large folio that a batch unmaps keeps its
+ * uffd-wp marker: with both switches on, a VMA registered for uffd-wp is
+ * batched (patch 0052) and the batch installs a marker in every entry it
+ * cleared, not only in the first.  32 folios of 64 kB of shared anonymous
+ * memory (shmem), registered for uffd-wp and write-protected, are paged
+ * out; every page that left the page table must show the marker
+ * (pagemap), most must have left, and after a read of every page (the data
+ * intact) every page must still be write-protected.  With both switches
+ * on, page_vma_mapped_walk() takes at most one step per
+ * try_to_unmap_one() call (plus SLACK), as in batch_calls; in every other
+ * variant at least one per PTE, because 6.12 and anon_unmap_batch off
+ * unmap such a VMA one PTE at a time.  That the memory was in 64 kB shmem
+ * folios is checked (hugepages-64kB/stats/shmem_alloc).
+ */
+TEST_F_TIMEOUT(au, uffd_wp_shmem_markers, 300)
+{
+	long long walk0, one0, walk, one, alloc0, alloc;
+	size_t left, marked, wp_present;
+	uint64_t *pm;
+	size_t i;
+	int fd;
+	char *p;
+
+	ASSERT_EQ(0, lab_kprobe_add("au_sh_walk", "page_vma_mapped_walk"));
+	ASSERT_EQ(0, lab_kprobe_add("au_sh_one", "try_to_unmap_one"));
+	ASSERT_EQ(0, lab_knob_save(&self->shmem_64k, SHMEM_64K))
+		TH_LOG("no %s: the lab's kernels have 64 kB shmem mTHP", SHMEM_64K);
+	ASSERT_EQ(0, lab_write_file(SHMEM_64K, "always"));
+	alloc0 = au_mthp("shmem_alloc");
+	ASSERT_LE(0, alloc0);
+	p = lab_map_aligned(LEN, FOLIO, 0, RW, MAP_SHARED | MAP_ANONYMOUS);
+	ASSERT_NE(NULL, p);
+	lab_fill_pat(p, 0, NR_PTES, 0x66);
+	alloc = au_mthp("shmem_alloc") - alloc0;
+	ASSERT_LE(NR_FOLIOS, alloc)
+		TH_LOG("%lld 64 kB shmem folios allocated for %d", alloc, NR_FOLIOS);
+	fd = lab_uffd_open_features(UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
+	ASSERT_LE(0, fd) TH_LOG("userfaultfd with write-protect of shmem: %s",
+				strerror(-fd));
+	{
+		struct uffdio_register reg = {
+			.range = { .start = (unsigned long)p, .len = LEN },
+			.mode = UFFDIO_REGISTER_MODE_WP,
+		};
+		struct uffdio_writeprotect wp = {
+			.range = reg.range,
+			.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+		};
+
+		ASSERT_EQ(0, ioctl(fd, UFFDIO_REGISTER, &reg))
+			TH_LOG("UFFDIO_REGISTER: %s", strerror(errno));
+		ASSERT_EQ(0, ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
+			TH_LOG("UFFDIO_WRITEPROTECT: %s", strerror(errno));
+	}
+	walk0 = lab_kprobe_hits("au_sh_walk");
+	one0 = lab_kprobe_hits("au_sh_one");
+	ASSERT_EQ(0, madvise(p, LEN, MADV_PAGEOUT));
+	walk = lab_kprobe_hits("au_sh_walk") - walk0;
+	one = lab_kprobe_hits("au_sh_one") - one0;
+
+	pm = calloc(NR_PTES, sizeof(*pm));
+	ASSERT_NE(NULL, pm);
+	ASSERT_EQ(0, lab_pagemap_read(self->pm_fd, p, NR_PTES, pm));
+	left = marked = 0;
+	for (i = 0; i < NR_PTES; i++) {
+		if (pm[i] & LAB_PM_PRESENT)
+			continue;
+		left++;
+		marked += !!(pm[i] & LAB_PM_UFFD_WP);
+	}
+	free(pm);
+	ASSERT_EQ(NR_PTES, au_intact(p, 0x66));
+	wp_present = au_count(self->pm_fd, p, LAB_PM_PRESENT | LAB_PM_UFFD_WP);
+	ksft_print_msg("%zu of %lu PTEs unmapped, %zu with a uffd-wp marker; %zu pages write-protected after the read; walk steps %lld, try_to_unmap_one %lld\n",
+		       left, NR_PTES, marked, wp_present, walk, one);
+	EXPECT_EQ(left, marked) TH_LOG("PTEs left without their uffd-wp marker");
+	EXPECT_EQ(NR_PTES, wp_present) TH_LOG("pages lost their write protection");
+	ASSERT_LT(NR_PTES / 2, left) TH_LOG("MADV_PAGEOUT unmapped too little");
+	ASSERT_LE(NR_FOLIOS, one);
+	if (au_batched(variant)) {
+		EXPECT_GE(one + SLACK, walk) {
+			TH_LOG("more than one walk step per folio: not batched");
+		}
+	} else {
+		EXPECT_LE(one + (long long)left, walk) {
+			TH_LOG("fewer walk steps than PTEs: batched");
+		}
+	}
 	close(fd);
 	ASSERT_EQ(0, munmap(p, LEN));
 }
