@@ -297,8 +297,9 @@ lab_kprobe_clone() {
 # the kernel has no FUNCTION but one clone of it, the event probes the
 # clone (lab_kprobe_clone).
 lab_kprobe() {
-	t=/sys/kernel/tracing
-	[ -e $t/kprobe_events ] || mount -t tracefs tracefs $t || return 1
+	local t=/sys/kernel/tracing c
+	[ -e $t/kprobe_events ] || mount -t tracefs tracefs $t ||
+		{ echo "# lab: could not set a kprobe on $2"; return 1; }
 	[ -d $t/events/lab/$1 ] && return 0
 	echo 0 > $t/tracing_on
 	if ! echo "p:lab/$1 $2" >> $t/kprobe_events 2> /dev/null; then
@@ -310,9 +311,12 @@ lab_kprobe() {
 }
 
 # lab_kprobes_arm 0|1: disarm or arm every lab kprobe event; a disarmed
-# kprobe costs nothing, so time is measured with them disarmed.
+# kprobe costs nothing, so time is measured with them disarmed.  Without a
+# lab event (each lab_kprobe said why) there is nothing to arm.
 lab_kprobes_arm() {
-	echo "$1" > /sys/kernel/tracing/events/lab/enable
+	local e=/sys/kernel/tracing/events/lab/enable
+	[ -e $e ] || return 0
+	echo "$1" > $e || echo "# lab: could not arm the lab kprobes ($1)"
 }
 
 # lab_hist EVENT [KPROBE]: trace EVENT (group/name) in the trace instance
@@ -321,7 +325,8 @@ lab_kprobes_arm() {
 # The event stays disabled outside those runs, so it costs nothing there.
 lab_hist() {
 	t=/sys/kernel/tracing
-	[ -e $t/kprobe_events ] || mount -t tracefs tracefs $t || return 1
+	[ -e $t/kprobe_events ] || mount -t tracefs tracefs $t ||
+		{ echo "# lab: could not set a kprobe on $1"; return 1; }
 	i=$t/instances/lab
 	[ -d $i ] || mkdir $i || { echo "# lab: could not set a kprobe on $1"; return 1; }
 	echo 0 > $i/tracing_on

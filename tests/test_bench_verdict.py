@@ -150,6 +150,30 @@ def test_a_clean_bench_and_a_kprobe_set_up_failure(tmp_path, monkeypatch):
     assert not _no_figure(_rows(md, "mremap-4k", "on")[0], "mremap-4k")
     boots = json.loads((out / "boots.json").read_text())
     assert [b["kprobe_failed"] for b in boots if b["flavour"] == "patched"] == [["foo"]]
+    # stock fails too when its own kernel has the function
+    (tmp_path / "d").mkdir()
+    monkeypatch.setattr(bench.build, "has_function", lambda a, v, fl, f: f == "foo")
+    rc, out, md = _bench(tmp_path / "d", monkeypatch, runs, stock=[no_probe] + bench_lines(
+        mremap4k("stock", 0, flavour="stock")))
+    assert rc == 1
+    boots = json.loads((out / "boots.json").read_text())
+    assert [b["kprobe_missing"] for b in boots if b["flavour"] == "stock"] == [["foo"]]
+
+
+# has_function() reads the kernel's System.map: the function itself or a
+# gcc clone of it, a text symbol, nothing else.
+def test_has_function_reads_system_map(tmp_path, monkeypatch):
+    from lab.kernel import build
+    monkeypatch.setattr(config, "WORK", tmp_path)
+    assert not build.has_function("x86_64", "default", "stock", "foo")
+    m = config.build_dir("x86_64", "default", "stock") / "System.map"
+    m.parent.mkdir(parents=True)
+    m.write_text("ffffffff81000000 T foo_bar\nffffffff81000010 t baz.constprop.0\n"
+                 "ffffffff81000020 d qux\nffffffff81000030 t quux.cold\n")
+    assert build.has_function("x86_64", "default", "stock", "baz")
+    assert build.has_function("x86_64", "default", "stock", "foo_bar")
+    for name in ("foo", "qux", "quux"):
+        assert not build.has_function("x86_64", "default", "stock", name)
 
 
 # verdict() alone: any run left out, whatever its reason, is a failure.

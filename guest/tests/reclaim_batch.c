@@ -629,10 +629,11 @@ static int write_faults(volatile char *p)
  * registered for uffd-wp (SIGBUS mode) and write-protected, is reclaimed to
  * swap.  Every page that left the page table must have left a uffd-wp
  * marker (pagemap), the data reads back, and a write to any page of every
- * folio faults.  Batched unmapping would install the marker for the first
- * PTE of a batch only, so it must not batch here.  That the memory was in
- * 64 kB folios, and that reclaim unmapped more than half of it, is
- * checked: without either the test would prove nothing.
+ * folio faults.  unmap_batch alone does not batch such a VMA, and
+ * anon_unmap_batch, which does, stays at its default (off) here: its
+ * batched markers are anon_unmap_batch.c's uffd_wp_shmem_markers.  That
+ * the memory was in 64 kB folios, and that reclaim unmapped more than half
+ * of it, is checked: without either the test would prove nothing.
  */
 TEST_F_TIMEOUT(rb, uffd_wp_shmem_survives, 600)
 {

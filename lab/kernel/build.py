@@ -335,6 +335,20 @@ def image_path(arch_name, variant="default", flavour="patched"):
     return config.build_dir(arch_name, variant, flavour) / a.image
 
 
+def has_function(arch_name, variant, flavour, name):
+    """Whether the built kernel's System.map lists the function @name, as
+    itself or as a clone gcc made of it (@name.isra.N, @name.constprop.N,
+    as the guest's kprobe set-up takes it); False when the kernel has no
+    System.map."""
+    path = config.build_dir(arch_name, variant, flavour) / "System.map"
+    if not path.exists():
+        return False
+    want = re.compile(rf"[0-9a-f]+ [tT] {re.escape(name)}"
+                      r"(\.(isra|constprop)\.[0-9]+)*")
+    with open(path) as f:
+        return any(want.fullmatch(line.rstrip("\n")) for line in f)
+
+
 def start_state(arches, variant="default", ccache=None):
     """What a run found when it started, for its record: the files in
     ccache (@ccache: its counters then, read now when None) and the
