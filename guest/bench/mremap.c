@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mremap - the seed 001 program: map SIZE of private anonymous memory at
- * 1 GB, memset it, mremap it to its own end (MREMAP_FIXED), unmap; ITERS
- * times.
+ * mremap - the seed 001 program: map SIZE of private anonymous memory,
+ * memset it, mremap it to its own end (MREMAP_FIXED), unmap; ITERS times.
+ * Both places are in one range of twice SIZE, 2 MB-aligned, that the
+ * program reserves first, so that the move never lands on another mapping
+ * of the process.  (Seed 001's program maps at a 1 GB hint; on arm64,
+ * whose brk is randomized over 1 GB, the heap or the mapping the kernel
+ * chose instead can lie there, and MREMAP_FIXED would unmap it.)
  *
  *   mremap [SIZE_KB] [ITERS]     (default 1024 KB, 10000 times)
  *
@@ -25,15 +29,21 @@ int main(int argc, char **argv)
 	size_t size = (argc > 1 ? atol(argv[1]) : 1024) << 10;
 	long iters = argc > 2 ? atol(argv[2]) : 10000;
 	long long t0, t1, in_mremap = 0;
+	char *base;
 
+	base = lab_map_aligned(2 * size, LAB_SZ_2M, 0, PROT_NONE, MAP_PRIVATE);
+	if (!base) {
+		perror("mmap (the reservation)");
+		return 1;
+	}
 	t0 = lab_now_ns();
 	for (long i = 0; i < iters; i++) {
 		char *addr, *new_addr;
 		long long m0;
 
-		addr = mmap((void *)(1UL << 30), size, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (addr == MAP_FAILED) {
+		addr = mmap(base, size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (addr != base) {
 			perror("mmap");
 			return 1;
 		}
