@@ -547,8 +547,11 @@ TEST_F_TIMEOUT(au, batch_calls, 300)
 #endif
 }
 
-/* Registers @p for uffd-wp and write-protects it; returns the uffd or -errno. */
-static int au_uffd_wp(char *p)
+/*
+ * Registers the LEN bytes at @p for uffd-wp and write-protects them, on a
+ * userfaultfd opened with @features; returns the uffd or -errno.
+ */
+static int au_uffd_wp(char *p, uint64_t features)
 {
 	struct uffdio_register reg = {
 		.range = { .start = (unsigned long)p, .len = LEN },
@@ -558,7 +561,7 @@ static int au_uffd_wp(char *p)
 		.range = { .start = (unsigned long)p, .len = LEN },
 		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
 	};
-	int fd = lab_uffd_open_features(0), err;
+	int fd = lab_uffd_open_features(features), err;
 
 	if (fd < 0)
 		return fd;
@@ -589,7 +592,7 @@ TEST_F_TIMEOUT(au, uffd_wp_kept, 300)
 		ASSERT_EQ(0, lab_kprobe_add("au_wp_dupnr", "swap_duplicate_nr"));
 	p = au_map_filled(0x65);
 	ASSERT_NE(NULL, p);
-	fd = au_uffd_wp(p);
+	fd = au_uffd_wp(p, 0);
 	ASSERT_LE(0, fd) TH_LOG("uffd-wp: %s", strerror(-fd));
 	if (variant->sw[0])
 		n0 = lab_kprobe_hits("au_wp_dupnr");
@@ -619,8 +622,8 @@ TEST_F_TIMEOUT(au, uffd_wp_kept, 300)
  * on, page_vma_mapped_walk() takes at most one step per
  * try_to_unmap_one() call (plus SLACK), as in batch_calls; in every other
  * variant at least one per PTE: 6.12, and the patched kernel unless both
- * switches are on, unmap such a VMA one PTE at a time.  That the memory was in 64 kB shmem
- * folios is checked (hugepages-64kB/stats/shmem_alloc).
+ * switches are on, unmap such a VMA one PTE at a time.  That the memory was
+ * in 64 kB shmem folios is checked (hugepages-64kB/stats/shmem_alloc).
  */
 TEST_F_TIMEOUT(au, uffd_wp_shmem_markers, 300)
 {
@@ -644,24 +647,8 @@ TEST_F_TIMEOUT(au, uffd_wp_shmem_markers, 300)
 	alloc = au_mthp("shmem_alloc") - alloc0;
 	ASSERT_LE(NR_FOLIOS, alloc)
 		TH_LOG("%lld 64 kB shmem folios allocated for %d", alloc, NR_FOLIOS);
-	fd = lab_uffd_open_features(UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
-	ASSERT_LE(0, fd) TH_LOG("userfaultfd with write-protect of shmem: %s",
-				strerror(-fd));
-	{
-		struct uffdio_register reg = {
-			.range = { .start = (unsigned long)p, .len = LEN },
-			.mode = UFFDIO_REGISTER_MODE_WP,
-		};
-		struct uffdio_writeprotect wp = {
-			.range = reg.range,
-			.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-		};
-
-		ASSERT_EQ(0, ioctl(fd, UFFDIO_REGISTER, &reg))
-			TH_LOG("UFFDIO_REGISTER: %s", strerror(errno));
-		ASSERT_EQ(0, ioctl(fd, UFFDIO_WRITEPROTECT, &wp))
-			TH_LOG("UFFDIO_WRITEPROTECT: %s", strerror(errno));
-	}
+	fd = au_uffd_wp(p, UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
+	ASSERT_LE(0, fd) TH_LOG("uffd-wp of shmem: %s", strerror(-fd));
 	walk0 = lab_kprobe_hits("au_sh_walk");
 	one0 = lab_kprobe_hits("au_sh_one");
 	ASSERT_LE(0, walk0);
