@@ -607,6 +607,13 @@ TRACE = """# tracer: nop
 """
 
 
+def _lib_function(name):
+    """The shell function @name of guest/lib.sh, its text alone."""
+    lib = (REPO / "guest" / "lib.sh").read_text()
+    body = lib[lib.index(f"{name}() {{"):]
+    return body[:body.index("\n}\n") + 3]
+
+
 def _hist_dump(tmp_path):
     """lab.sh's lab_hist_dump on a synthetic trace instance."""
     i = tmp_path / "inst"
@@ -616,11 +623,9 @@ def _hist_dump(tmp_path):
         (d / "stats").write_text(f"entries: 3\noverrun: {overrun}\n")
     (i / "trace").write_text(TRACE)
     (tmp_path / "lab-hist-events").write_text("")
-    lib = (REPO / "guest" / "lib.sh").read_text()
-    body = lib[lib.index("lab_hist_dump() {"):]
-    body = body[:body.index("\n}\n") + 3]
-    body = body.replace("/sys/kernel/tracing/instances/lab", str(i)) \
-               .replace("/tmp/lab-hist-events", str(tmp_path / "lab-hist-events"))
+    body = _lib_function("lab_hist_dump") \
+        .replace("/sys/kernel/tracing/instances/lab", str(i)) \
+        .replace("/tmp/lab-hist-events", str(tmp_path / "lab-hist-events"))
     p = subprocess.run(["sh", "-c", body + "\nlab_hist_dump dirty-reclaim on -1"],
                        capture_output=True, text=True)
     return p.stdout
@@ -754,10 +759,8 @@ def _kprobe_clone(tmp_path, func, symbols):
     (tmp_path / "proc").mkdir(exist_ok=True)
     (tmp_path / "proc" / "kallsyms").write_text(
         "".join(f"ffffffff81000000 {t} {s}\n" for t, s in symbols))
-    lib = (REPO / "guest" / "lib.sh").read_text()
-    body = lib[lib.index("lab_kprobe_clone() {"):]
-    body = body[:body.index("\n}\n") + 3]
-    p = subprocess.run(["sh", "-c", body + f"\nlab_kprobe_clone {func}"],
+    p = subprocess.run(["sh", "-c", _lib_function("lab_kprobe_clone") +
+                        f"\nlab_kprobe_clone {func}"],
                        capture_output=True, text=True, env={"LAB_SYSROOT": str(tmp_path)})
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
