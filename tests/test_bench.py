@@ -334,3 +334,35 @@ def test_icount_boots_turn_the_hung_task_detector_off(tmp_path):
     assert run.ICOUNT_APPEND in line and "x=1" in line
     assert "-icount" in on
     assert run.ICOUNT_APPEND not in off[off.index("-append") + 1]
+
+
+# With stock, each kernel's first repeats come from two boots, so that the
+# check of switch off against stock sees what two boots of one kernel differ
+# by; without stock (switch on against off, same boot) one boot holds them.
+def test_a_stock_bench_shares_the_first_repeats_of_each_kernel_between_two_boots(
+        tmp_path, monkeypatch):
+    assert bench.first_boots(3, True) == [(2, 0), (1, 2)]
+    assert bench.first_boots(4, True) == [(2, 0), (2, 2)]
+    assert bench.first_boots(3, False) == [(3, 0)]
+    assert bench.first_boots(1, True) == [(1, 0)]
+    booted = []
+
+    def boot_bench(arch_name, flavour, ws, reps, quick, rep0, *a, **k):
+        booted.append((flavour, reps, rep0))
+        runs = [{"workload": w.name, "flavour": flavour, "mode": m, "rep": r,
+                 "instr_ns": 1000, "probe": False}
+                for w in ws for m in (w.modes if flavour == "patched" else ["stock"])
+                for r in range(rep0, rep0 + reps)]
+        return runs, {"name": f"{flavour}-r{rep0}"}
+
+    monkeypatch.setattr(bench, "boot_bench", boot_bench)
+    monkeypatch.setattr(bench, "instr_time", lambda r: r["instr_ns"])
+    w = workloads.BY_NAME["mremap-64k"]
+    sink = bench.Sink(tmp_path)
+    runs = bench.bench_group("x86_64", [w], 3, 3, True, tmp_path, {}, sink)
+    assert booted == [("patched", 2, 0), ("patched", 1, 2), ("stock", 2, 0), ("stock", 1, 2)]
+    assert sorted(r["rep"] for r in runs if r["flavour"] == "stock") == [0, 1, 2]
+    booted.clear()
+    bench.bench_group("x86_64", [w], 3, 3, True, tmp_path, {}, bench.Sink(tmp_path),
+                      flavours=("patched",))
+    assert booted == [("patched", 3, 0)]
