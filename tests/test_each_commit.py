@@ -33,8 +33,13 @@ def fake_tree(monkeypatch, tmp_path):
 
     def fake_run(cmd, **kw):
         calls.append(cmd)
+        out = tree / "out-x86_64-default"
         if "tinyconfig" in cmd:
-            (tree / "out-x86_64-default" / ".config").write_text("CONFIG_TINY=y\n")
+            (out / ".config").write_text("CONFIG_TINY=y\n")
+        elif cmd[0] == "make" and "olddefconfig" not in cmd:
+            image = out / config.arch("x86_64").image
+            image.parent.mkdir(parents=True, exist_ok=True)
+            image.write_text(f"image of the commit checked out last, {len(calls)}\n")
         return types.SimpleNamespace(returncode=0)
 
     monkeypatch.setattr(build, "run", fake_run)
@@ -221,3 +226,19 @@ def test_the_toolchain_of_a_cross_build_is_the_cross_gcc_and_ld(monkeypatch):
 def test_tool_version_is_the_first_line_or_says_what_is_missing():
     assert build.tool_version("gcc").startswith("gcc")
     assert build.tool_version("no-such-gcc") == "no-such-gcc: not found"
+
+
+def test_each_commit_keeps_the_boot_image_it_built(fake_tree):
+    """Every commit tree that built keeps its own boot image, so that a
+    later boot of the commit needs no build; a stamp whose image is gone
+    is no proof that the tree built, and that commit builds again."""
+    out, _, calls = fake_tree
+    assert build.each_commit("x86_64") == []
+    images = sorted((out / build.IMAGES_DIR).iterdir())
+    stamps = sorted((out / build.BUILT_DIR).iterdir())
+    assert [i.name for i in images] == [s.name for s in stamps] and len(images) == 2
+    assert images[0].read_text() != images[1].read_text()
+    images[0].unlink()
+    calls.clear()
+    assert build.each_commit("x86_64") == []
+    assert len(makes(calls)) == 1

@@ -363,8 +363,10 @@ def start_state(arches, variant="default", ccache=None):
 
 
 # Beside the bisect build directory: one empty file per commit tree that
-# built there, named by built_key().
+# built there, named by built_key(), and in IMAGES_DIR the boot image that
+# build made, under the same name (commit_image()).
 BUILT_DIR = "built"
+IMAGES_DIR = "images"
 
 # The lab's own code that decides whether a commit builds (the make
 # command, the config steps, each_commit() itself).
@@ -386,13 +388,32 @@ def built_key(tree_hash, config_hash_, tools_key_):
     return f"{tree_hash}-{config_hash_}-{tools_key_}"
 
 
+def commit_image(out, key):
+    """The boot image kept of the commit tree that built under @key
+    (built_key()) in the bisect build directory @out."""
+    return out / IMAGES_DIR / key
+
+
+def keep_image(out, image, key):
+    """Copy the boot image a commit's build made (@image, relative to @out)
+    to commit_image(); the image is what a later boot of that commit needs
+    without building it again."""
+    src = out / image
+    if not src.exists():
+        raise LabError(f"{src}: the build of {key} made no boot image")
+    dst = commit_image(out, key)
+    dst.parent.mkdir(exist_ok=True)
+    shutil.copyfile(src, dst)
+
+
 def each_commit(arch_name, variant="default"):
     """Build every commit of the series in a scratch worktree (bisectability).
 
     The worktree WORK/src/bisect shares the repository of the source trees;
     its build directory is a direct child of it, so ccache hits what the
     stock and patched builds compiled.  A commit whose tree built before in
-    the same config (a stamp in BUILT_DIR) is not built again: a change to
+    the same config (a stamp in BUILT_DIR, and its image kept in IMAGES_DIR
+    by keep_image()) is not built again: a change to
     one patch builds that commit and the ones after it, and a run cut off
     goes on where it stopped; a new compiler or binutils, or a change to
     the lab's build code (EACH_COMMIT_CODE), builds every commit again.
@@ -419,7 +440,7 @@ def each_commit(arch_name, variant="default"):
         subject = source.out(["git", "-C", str(patched), "log", "-1", "--format=%s", c])
         stamp = built / built_key(
             source.out(["git", "-C", str(patched), "rev-parse", f"{c}^{{tree}}"]), want, tools)
-        if stamp.exists():
+        if stamp.exists() and commit_image(out, stamp.name).exists():
             say(f"builds {arch_name}: {c[:12]} {subject} (this tree built before, "
                 "in this config, with these tools)")
             continue
@@ -442,6 +463,7 @@ def each_commit(arch_name, variant="default"):
         say(f"{'builds' if ok else 'FAILS '} {arch_name}: {c[:12]} {subject}")
         if ok:
             built.mkdir(exist_ok=True)
+            keep_image(out, a.image, stamp.name)
             stamp.touch()
         else:
             print(first_error(log))
