@@ -9,7 +9,7 @@ from ..core.tally import Tally
 from ..core.util import LabError
 from ..kernel import build, source
 from ..kernel import check as kcheck
-from . import debianboot, mutation
+from . import committests, debianboot, mutation
 
 
 def check(v, tally, full=False, use_cache=True, quick=False):
@@ -23,6 +23,9 @@ def check(v, tally, full=False, use_cache=True, quick=False):
             f"{kcheck.STAMP}-{v.name}"
     elif v.base == "mutation":
         stamp = config.source_tree(mutation.FLAVOUR) / f"{kcheck.STAMP}-{v.name}"
+    elif v.base == "commit-tests":
+        stamp = config.source_tree("bisect") / f"out-{v.arch}-default" / \
+            f"{kcheck.STAMP}-{v.name}"
     else:
         stamp = kcheck.build_dir(v, "patched") / kcheck.STAMP
     try:
@@ -31,6 +34,8 @@ def check(v, tally, full=False, use_cache=True, quick=False):
             inputs["boot"] = debianboot.stamp_inputs(v.arch)
         elif v.base == "mutation":
             inputs["boot"] = mutation.stamp_inputs()
+        elif v.base == "commit-tests":
+            inputs["boot"] = committests.stamp_inputs(v.arch)
         key = kcheck.stamp_key(inputs)
         hit = kcheck.load_stamp(stamp, key) if use_cache else None
         if hit:
@@ -49,6 +54,9 @@ def check(v, tally, full=False, use_cache=True, quick=False):
             result = kcheck.verdict(status, detail, error)
         elif v.base == "mutation":
             status, detail, error = mutation.leaf()
+            result = kcheck.verdict(status, detail, error)
+        elif v.base == "commit-tests":
+            status, detail, error = committests.leaf(v.arch)
             result = kcheck.verdict(status, detail, error)
         else:
             result = kcheck.build_variant(v, t, full, quick)

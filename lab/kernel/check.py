@@ -68,7 +68,10 @@ says so in its verdict: a config without modules, or a directory build
 (no modpost ran; --full builds the modules).
 
 Each-commit leaves run build.each_commit() (every commit of the series
-builds) for x86_64 and arm64.
+builds) for x86_64 and arm64.  Commit-tests leaves boot the commits of
+the mprotect series and after, from the images the each-commit builds
+kept, with the mprotect and read-side tests (lab/commands/committests.py);
+they are in --all only.
 
 Boot leaves (base debian-boot, check/<arch>/debian-<deb arch>-boot) build
 both trees in build's debian variant, Debian's own config with the guest's
@@ -155,7 +158,7 @@ TARGETS = {
 class Variant:
     name: str
     arch: str            # a key of TARGETS
-    base: str            # 'debian', 'defconfig', 'lab' or 'each-commit'
+    base: str            # one of BASES
     lines: tuple = ()    # config lines merged on top of the base, then checked
     dirs: tuple = ()     # without --full, build only these ({srcarch} = arch dir)
     default: bool = False  # part of a plain 'lab check'
@@ -167,7 +170,8 @@ class Variant:
         return f"check/{self.arch}/{self.name}"
 
 
-BASES = ("debian", "defconfig", "lab", "each-commit", "debian-boot", "mutation")
+BASES = ("debian", "defconfig", "lab", "each-commit", "debian-boot", "mutation",
+         "commit-tests")
 
 # On top of Debian's config: no debug info (much of the build's time and
 # disk, and BTF would need pahole) and no module signing key.  Module
@@ -236,6 +240,10 @@ VARIANTS = (
             "flush of the batched mprotect() commit narrowed by one page"),
     Variant("each-commit", "x86_64", "each-commit", why="bisectability"),
     Variant("each-commit", "arm64", "each-commit", why="bisectability"),
+    Variant("commit-tests", "x86_64", "commit-tests",
+            why="bisectability: the mprotect and read-side tests at every commit from 0032"),
+    Variant("commit-tests", "arm64", "commit-tests",
+            why="bisectability: the mprotect and read-side tests at every commit from 0032"),
 )
 
 STAMP = ".lab-check"
@@ -263,6 +271,10 @@ def describe(v):
     t = TARGETS[v.arch]
     if v.base == "each-commit":
         return "every commit of the series, lab config (lab build --each-commit)"
+    if v.base == "commit-tests":
+        return ("each commit from 0032 on, lab config, its image from the each-commit "
+                "build; boots mprotect_batch's and read_batch's tests (lab/commands/"
+                "committests.py)")
     if v.base == "mutation":
         return ("lab nosplit config (DEBUG_VM, KASAN, lockdep) of the series plus "
                 "lab/kernel/mutations/*.patch, in WORK/src/mutant; boots "
@@ -838,7 +850,7 @@ def tools(v, t):
     """build.toolchain() of a leaf's arch, and sparse's version where the
     leaf runs sparse (every leaf but each-commit)."""
     found = build.toolchain(t.cross)
-    if v.base not in ("each-commit", "debian-boot", "mutation"):
+    if v.base not in ("each-commit", "debian-boot", "mutation", "commit-tests"):
         found["sparse"] = build.tool_version("sparse")
     return found
 
@@ -849,7 +861,7 @@ def stamp_inputs(v, t, full, quick=False):
               "series": source.series_hash(), "variant": dataclasses.asdict(v),
               "full": bool(full and dirs), "dirs": list(dirs),
               "tools": tools(v, t), "code": build.code_hash(CHECK_CODE)}
-    if v.base == "each-commit":
+    if v.base in ("each-commit", "commit-tests"):
         inputs["config"] = build.config_hash(t.name, "default", "patched")
     elif v.base == "debian-boot":
         inputs["config"] = {f: build.config_hash(t.name, config.DEBIAN_VARIANT, f)
@@ -869,7 +881,7 @@ def stamp_inputs(v, t, full, quick=False):
 
 def needs(v, t):
     """Programs a leaf needs that are not on PATH."""
-    if v.base in ("debian-boot", "mutation"):
+    if v.base in ("debian-boot", "mutation", "commit-tests"):
         progs = [f"{t.cross}gcc", config.arch(t.name).qemu]
     else:
         progs = [f"{t.cross}gcc"] + \
