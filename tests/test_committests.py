@@ -6,13 +6,17 @@ and a result that was expected and did not arrive fails it."""
 import types
 
 from lab.commands import committests
+from lab.core import config
+from lab.guest import suites
 from lab.guest.results import Result
-from lab.kernel import build
+from lab.kernel import build, source
 
 from test_each_commit import VERSIONS, fake_tree, versions  # noqa: F401
 
-OK = Result("mprotect_batch/wprot.whole_folio.write_not_widened", "pass")
-LATER = (("mprotect_batch/mech.*", 54, "a shared mapping's blocks (0054)"),)
+OK = Result("mprotect_batch/wprot.whole_folio.write_not_widened", "pass",
+            program="mprotect_batch")
+LATER = (("mprotect_batch/mech.*", 54, "a shared mapping's blocks (0054)"),
+         ("read_batch/*", 45, "every read-side switch (0045)"))
 
 
 def statuses(rows):
@@ -22,60 +26,130 @@ def statuses(rows):
 def test_every_result_passed_is_a_pass():
     rows = committests.judge("x86_64", 40, [OK], [])
     assert statuses(rows) == ["pass"]
-    assert committests.verdict(rows, 1)[0] == "pass"
+    assert committests.verdict(rows, 1, 1)[0] == "pass"
 
 
 def test_a_failed_result_fails_unless_a_later_patch_brings_it():
-    bad = Result("mprotect_batch/mech.on.walk_choice", "fail", "walk 32 != 16")
+    bad = Result("mprotect_batch/mech.on.walk_choice", "fail", "walk 32 != 16",
+                 program="mprotect_batch")
     assert "fail" in statuses(committests.judge("x86_64", 40, [OK, bad], []))
-    rows = committests.judge("x86_64", 40, [OK, bad], [], LATER)
+    rows = committests.judge("x86_64", 40, [OK, bad], [], table=LATER)
     assert statuses(rows) == ["pass", "later"]
-    assert committests.verdict(rows, 1)[0] == "pass"
+    assert committests.verdict(rows, 1, 1)[0] == "pass"
     # from the patch that brings it on, it is judged as any other
-    rows = committests.judge("x86_64", 54, [OK, bad], [], LATER)
+    rows = committests.judge("x86_64", 54, [OK, bad], [], table=LATER)
     assert "fail" in statuses(rows)
-    assert committests.verdict(rows, 1)[0] == "fail"
+    assert committests.verdict(rows, 1, 1)[0] == "fail"
 
 
-def test_a_skip_must_be_accounted_for():
-    stock_only = Result("mprotect_batch/mech.stock.walk_choice", "skip",
-                        "variant for the stock kernel")
-    odd = Result("mprotect_batch/bbm.halves_then_whole", "skip", "no idea why")
-    rows = committests.judge("x86_64", 40, [OK, stock_only, odd], [])
-    assert statuses(rows) == ["pass", "variant", "fail"]
+def test_later_never_excuses_a_program_that_did_not_finish():
+    for leaf in ("<did not finish>", "<plan count>", "<exit status>", "<no tests>"):
+        r = Result(f"read_batch/{leaf}", "fail", "", program="read_batch")
+        assert statuses(committests.judge("arm64", 40, [OK, r], [], table=LATER)) == \
+            ["pass", "fail"], leaf
+
+
+def test_a_skip_must_be_accounted_for_by_the_kernel_the_program_ran_as():
+    for_stock = Result("mprotect_batch/mech.stock.walk_choice", "skip",
+                       "variant for the stock kernel", program="mprotect_batch")
+    for_patched = Result("mprotect_batch/mech.on.walk_choice", "skip",
+                         "variant for the patched kernel", program="mprotect_batch")
+    odd = Result("mprotect_batch/bbm.halves_then_whole", "skip", "no idea why",
+                 program="mprotect_batch")
+    rows = committests.judge("x86_64", 40, [OK, for_stock, for_patched, odd], [])
+    assert statuses(rows) == ["pass", "variant", "fail", "fail"]
+    rows = committests.judge("x86_64", 33, [OK, for_stock, for_patched], [],
+                             {"mprotect_batch": "stock"})
+    assert statuses(rows) == ["pass", "fail", "variant"]
 
 
 def test_nothing_passed_or_nothing_arrived_fails():
-    stock_only = Result("mprotect_batch/mech.stock.walk_choice", "skip",
-                        "variant for the stock kernel")
-    assert statuses(committests.judge("x86_64", 40, [stock_only], [])) == \
+    for_stock = Result("mprotect_batch/mech.stock.walk_choice", "skip",
+                       "variant for the stock kernel", program="mprotect_batch")
+    assert statuses(committests.judge("x86_64", 40, [for_stock], [])) == \
         ["variant", "fail"]
     assert statuses(committests.judge("x86_64", 40, [], [])) == ["fail"]
     rows = committests.judge("x86_64", 40, [OK], [("console", "1 kernel report line")])
     assert statuses(rows) == ["fail", "pass"]
-    assert committests.verdict(rows, 1)[0] == "fail"
+    assert committests.verdict(rows, 1, 1)[0] == "fail"
 
 
-def test_the_images_booted_are_those_the_each_commit_builds_kept(fake_tree, monkeypatch,
-                                                                 tmp_path):
+def test_a_leaf_that_booted_fewer_commits_than_expected_fails():
+    assert committests.verdict([("pass", "a", "")], 1, 2)[0] == "fail"
+    assert committests.verdict([], 0, 0)[0] == "fail"
+
+
+def test_the_series_switches_are_found_where_they_are_added():
+    added = committests.switch_patches()
+    assert added["mprotect_batch"] == 35
+    assert (added["contpte_early_exit"], added["mincore_batch"], added["mbind_batch"]) == \
+        (43, 44, 45)
+    assert added["pt_reclaim"] == 1
+
+
+def test_a_program_runs_as_stock_until_its_last_switch_is_in_the_series():
+    added = committests.switch_patches()
+    pf = committests.program_flavour
+    assert pf("x86_64", "mprotect_batch", 34, added) == ("stock", ())
+    assert pf("x86_64", "mprotect_batch", 35, added) == ("patched", ())
+    # x86_64 shows mbind_batch only of the read side's switches
+    assert pf("x86_64", "read_batch", 44, added) == ("stock", ())
+    assert pf("x86_64", "read_batch", 45, added) == ("patched", ())
+    assert pf("arm64", "read_batch", 44, added) == \
+        ("stock", ("contpte_early_exit", "mincore_batch"))
+
+
+def test_the_plan_runs_a_stock_program_with_its_switches_off(monkeypatch):
+    plan = suites.test_plan("arm64", own=True, upstream=False,
+                            only=set(committests.PROGRAMS), probes=False)
+    assert suites.plan_programs(plan) == ["mprotect_batch", "read_batch"]
+    added = committests.switch_patches()
+    flavours = {p: committests.program_flavour("arm64", p, 44, added)
+                for p in committests.PROGRAMS}
+    text = committests.commit_plan("arm64", plan, flavours)
+    assert suites.plan_programs(text) == ["mprotect_batch", "read_batch"]
+    lines = text.splitlines()
+    i = next(n for n, l in enumerate(lines) if l.startswith("lab_run read_batch "))
+    assert lines[i - 3:i] == ["export LAB_FLAVOUR=stock", "lab_switch contpte_early_exit 0",
+                              "lab_switch mincore_batch 0"]
+    assert lines[i + 1:i + 4] == ["lab_switch contpte_early_exit 1",
+                                  "lab_switch mincore_batch 1", "export LAB_FLAVOUR=patched"]
+    j = next(n for n, l in enumerate(lines) if l.startswith("lab_run mprotect_batch "))
+    assert "LAB_FLAVOUR" not in lines[j - 1]
+
+
+def test_the_images_booted_are_those_the_each_commit_builds_kept(fake_tree, monkeypatch):
     out, _, _ = fake_tree
     assert build.each_commit("x86_64") == []
+    monkeypatch.setattr(source, "series_files",
+                        lambda: [config.PATCHES / "0001-a.patch", config.PATCHES / "0002-b.patch"])
     monkeypatch.setattr(committests, "FIRST", 2)
     found = committests.commit_images("x86_64")
     assert [(n, c) for n, c, _ in found] == [(2, "c2")]
     assert found[0][2].exists()
     assert found[0][2].parent == out / build.IMAGES_DIR
+    monkeypatch.setattr(source, "series_files", lambda: [config.PATCHES / "0001-a.patch"])
+    try:
+        committests.commit_images("x86_64")
+    except committests.LabError as e:
+        assert "2 commits" in str(e)
+    else:
+        raise AssertionError("a tree of more commits than patches was taken")
 
 
-def test_a_commit_without_its_image_fails_the_leaf(fake_tree, monkeypatch, tmp_path):
+def test_a_commit_without_its_image_fails_the_leaf(fake_tree, monkeypatch):
     out, _, _ = fake_tree
     booted = []
     monkeypatch.setattr(committests.image, "build", lambda arch: None)
     monkeypatch.setattr(committests.suites, "test_plan", lambda *a, **k: "plan")
+    monkeypatch.setattr(source, "series_files",
+                        lambda: [config.PATCHES / "0001-a.patch", config.PATCHES / "0002-b.patch"])
+    monkeypatch.setattr(committests, "switch_patches", lambda: {
+        s: 1 for ss in committests.PROGRAMS.values() for s in ss})
 
     def boot(arch, flavour, variant, plan, tag, kernel=None, **kw):
         booted.append(kernel)
-        return types.SimpleNamespace(text=lambda: "", ready=True)
+        return types.SimpleNamespace(text=lambda: "", ready=True, console="c")
     monkeypatch.setattr(committests, "boot_and_parse", boot)
     monkeypatch.setattr(committests, "boot_problems", lambda b: [])
     monkeypatch.setattr(committests.results, "parse", lambda text: [OK])

@@ -178,6 +178,7 @@ def test_a_commit_that_fails_is_not_stamped(fake_tree, monkeypatch):
     monkeypatch.setattr(build, "run", fail_make)
     monkeypatch.setattr(build, "first_error", lambda log: "error")
     assert build.each_commit("x86_64") == ["c1", "c2"]
+    assert not (out / build.IMAGES_DIR).exists()
     monkeypatch.setattr(build, "run", real)
     calls.clear()
     assert build.each_commit("x86_64") == []

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Bench: each seed's workload with its switch off and on, and on stock.
 
-One boot of the patched kernel per arch runs every workload in every mode
+A boot of the patched kernel per arch runs every workload in every mode
 (switch settings), alternating the order of modes from one repeat to the
 next; with stock (lab bench --stock), a boot of the stock kernel runs
 every workload once per repeat, to show that "off" is stock; then each
@@ -22,8 +22,9 @@ report or a non-zero LAB-EXIT (verdict()); the report marks the rows of a
 mode with a run left out FAILED, with no figure (tables.failed_keys()).
 A stock boot whose kernel, guest image, plan and QEMU are those of a
 stored one is not booted again: its runs are read from the stored console
-(cache.py; instruction-time repeats exactly under -icount), and the
-report's boot table names it.
+(cache.py; a boot's runs are what that boot measured, and a stored boot
+is one of the boots of that kernel), and the report's boot table names
+it.
 The bench directory's manifest.json (outputs/manifest.py) records the
 lab's commit and patches tree and the tools from the start, with no exit
 status until the bench ends; then the kernels' .config, the exit status

@@ -5,27 +5,36 @@ mprotect and read-side tests at every commit of the series from FIRST on.
 The each-commit leaf shows that every commit builds; a bisect also boots
 them.  This leaf boots, in the lab config, the kernel of each commit from
 patch FIRST (the first of the mprotect series) to the end of the series,
-with PROGRAMS' tests (the guest programs of now, the same plan 'lab test'
-gives them), and judges each boot alone:
+from the image its each-commit build kept (build.keep_image()), with the
+tests of PROGRAMS (the guest programs of now, without the probes of what
+'lab test' leaves out).
 
-- the boot itself (guest/testboot.boot_problems(): it reached the plan and
-  ended, no kernel report, no set-up failure) and a test result on the
-  console;
-- every result passes, or is a skip that 'lab test' accounts for the
-  patched kernel (skips.tsv, or a fixture variant for the stock kernel),
-  or is declared in LATER: a test of a behaviour a later patch of the
-  series brings, which may fail or skip before that patch and must pass
-  from it on;
-- at least one result passes.
+A program runs as on the patched kernel from the patch that adds the last
+of its switches the arch shows (switch_patches()).  Before it, the commit
+is stock 6.12 as far as the program can tell, and the program runs as on
+the stock kernel (LAB_FLAVOUR=stock, commit_plan()), with those of its
+switches already in the series turned off: a switch off must be the
+stock path.  Each boot is judged alone (judge()):
 
-The images come from the each-commit builds (build.keep_image()); a
-commit that did not build there fails this leaf as well.
+- the boot itself (testboot.boot_problems(): it reached the plan and
+  ended, every program started, no kernel report, no set-up failure), a
+  test result on the console, and on arm64 the CPU features the series'
+  paths need (suites.CPU_FEATURES);
+- every result passes, or is a skip that skips.tsv declares, or a fixture
+  variant for the kernel the program does not run as, or is declared in
+  LATER: a test of a behaviour a later patch of the series brings, which
+  may fail or skip before that patch and must pass from it on.  A
+  program's own leaves (it did not finish, it reported another count than
+  its plan, it ran no test) are never excused;
+- at least one result passes, and every commit from FIRST was booted.
 """
 
 import fnmatch
+import re
 
 from ..core import config
-from ..core.util import say
+from ..core.tally import Tally
+from ..core.util import LabError, say
 from ..guest import image, results, skips, suites
 from ..guest.testboot import boot_and_parse, boot_problems
 from ..kernel import build, source
@@ -34,7 +43,9 @@ from . import debianboot, test
 # The first patch whose commit is booted: 0032, the mprotect series'
 # first (the read side, 0043-0045, follows it).
 FIRST = 32
-PROGRAMS = ("mprotect_batch", "read_batch")
+# The programs booted, each with the switches whose paths its tests run.
+PROGRAMS = {"mprotect_batch": ("mprotect_batch",),
+            "read_batch": ("contpte_early_exit", "mincore_batch", "mbind_batch")}
 VARIANT = "default"
 
 # Tests of a behaviour a later patch brings: (glob over "<program>/<leaf>",
@@ -42,9 +53,15 @@ VARIANT = "default"
 # result may fail or skip; from it on it is judged as any other.
 LATER = ()
 
+# A patch that adds a switch: its line in mm/foliobatch.c's table.
+SWITCH_RE = re.compile(r"^\+\s*FOLIOBATCH_SWITCH\((\w+),", re.M)
+
 # The lab's code that decides the verdict, beside the guest's side (stamp
-# inputs of 'lab check').
-CODE = ("lab/commands/committests.py", "lab/commands/test.py")
+# inputs of 'lab check'): the judge and the plan, the boot (QEMU's
+# machine and arguments), how the commits and patches are counted, and
+# the helper that hashes them.
+CODE = ("lab/commands/committests.py", "lab/commands/test.py",
+        "lab/commands/debianboot.py", "lab/core/config.py", "lab/kernel/source.py")
 
 
 def stamp_inputs(arch_name):
@@ -52,27 +69,83 @@ def stamp_inputs(arch_name):
     return debianboot.stamp_inputs(arch_name, CODE)
 
 
+def patch_number(path):
+    """The number of a patch file of the series, from its name (0032-...)."""
+    m = re.match(r"(\d{4})-", path.name)
+    if not m:
+        raise LabError(f"{path.name}: a patch of the series is not named NNNN-...")
+    return int(m.group(1))
+
+
+def switch_patches(files=None):
+    """{switch: the number of the patch that adds it} over the series
+    (@files: its patch files, in order)."""
+    added = {}
+    for f in source.series_files() if files is None else files:
+        for name in SWITCH_RE.findall(f.read_text()):
+            added.setdefault(name, patch_number(f))
+    return added
+
+
+def program_flavour(arch_name, program, patch, added):
+    """(flavour, switches to turn off) of @program at the commit of patch
+    number @patch: ('patched', ()) once the series holds every switch of
+    the program that @arch_name shows (@added: switch_patches()), else
+    ('stock', the ones it already holds)."""
+    shown = [s for s in PROGRAMS[program] if s not in config.HIDDEN_SWITCHES[arch_name]]
+    unknown = [s for s in shown if s not in added]
+    if unknown:
+        raise LabError(f"{program}: no patch of the series adds {', '.join(unknown)}")
+    present = tuple(s for s in shown if added[s] <= patch)
+    return ("patched", ()) if len(present) == len(shown) else ("stock", present)
+
+
+def commit_plan(arch_name, plan, flavours):
+    """@plan with each program that runs as stock (@flavours: {program:
+    program_flavour()}) run with LAB_FLAVOUR=stock and its switches off,
+    and both put back after it."""
+    out = []
+    for line in plan.splitlines():
+        words = line.split()
+        flavour, off = flavours.get(words[1], ("patched", ())) \
+            if line.startswith("lab_run ") else ("patched", ())
+        if flavour != "stock":
+            out.append(line)
+            continue
+        defaults = config.SWITCH_DEFAULTS[arch_name]
+        out += ["export LAB_FLAVOUR=stock"] + [f"lab_switch {s} 0" for s in off] + \
+            [line] + [f"lab_switch {s} {defaults[s]}" for s in off] + \
+            ["export LAB_FLAVOUR=patched"]
+    return "\n".join(out) + "\n"
+
+
 def later(name, patch, table=None):
     """The LATER entry that lets result @name ("<program>/<leaf>") not pass
-    at the commit of patch number @patch, or None."""
+    at the commit of patch number @patch, or None; never for a program's
+    own leaves (results.PROGRAM_LEAVES)."""
+    prog, _, leaf = name.partition("/")
+    if not leaf or leaf in results.PROGRAM_LEAVES:
+        return None
     for glob, first, why in LATER if table is None else table:
         if patch < first and fnmatch.fnmatchcase(name, glob):
             return glob, first, why
     return None
 
 
-def judge(arch_name, patch, parsed, problems, table=None):
+def judge(arch_name, patch, parsed, problems, flavours=None, table=None):
     """Rows (status, name, detail) of the boot of patch number @patch's
     commit: @parsed its results (results.parse()), @problems its
-    boot_problems().  Fails: each problem, no result at all, no result
-    that passed, and each result that neither passed nor is accounted for
-    (module docstring)."""
+    boot_problems(), @flavours {program: 'stock' or 'patched'}, the kernel
+    each program ran as (default patched).  Fails: each problem, no result
+    at all, no result that passed, and each result that neither passed nor
+    is accounted for (module docstring)."""
     prefix = f"{arch_name}/commit-{patch:04d}"
     rows = [("fail", f"{prefix}/{what}", detail) for what, detail in problems]
     if not parsed:
         rows.append(("fail", f"{prefix}/results", "no test result on the console"))
     for r in parsed:
         name = f"{prefix}/{r.name}"
+        flavour = (flavours or {}).get(suites.base_program(r.program or r.name), "patched")
         if r.status in ("pass", "xfail"):
             rows.append((r.status, name, r.detail))
             continue
@@ -82,10 +155,11 @@ def judge(arch_name, patch, parsed, problems, table=None):
                          f"{put_off[1]:04d}, {put_off[2]})"))
             continue
         if r.status == "skip":
-            if skips.other_kernel(r.detail) == "stock":
-                rows.append(("variant", name, r.detail))
+            other = skips.other_kernel(r.detail)
+            if other and other != flavour:
+                rows.append(("variant", name, f"{r.detail} (run as {flavour})"))
                 continue
-            status, detail = skips.account(f"{arch_name}/{VARIANT}/patched/{r.name}",
+            status, detail = skips.account(f"{arch_name}/{VARIANT}/{flavour}/{r.name}",
                                            r.detail)
             rows.append((status, name, detail))
             continue
@@ -97,15 +171,21 @@ def judge(arch_name, patch, parsed, problems, table=None):
 
 def commit_images(arch_name):
     """[(patch number, commit, image path)] of the series' commits from
-    FIRST on, as the each-commit builds keep them (build.commit_image())."""
+    FIRST on, as the each-commit builds keep them (build.commit_image());
+    the numbers are the patch files'."""
     patched = source.apply()
     commits = source.out(["git", "-C", str(patched), "rev-list", "--reverse",
                           f"{source.BASE_TAG}..HEAD"]).split()
+    files = source.series_files()
+    if len(commits) != len(files):
+        raise LabError(f"{patched} has {len(commits)} commits over {source.BASE_TAG}, "
+                       f"the series {len(files)} patches")
     out = config.source_tree("bisect") / f"out-{arch_name}-{VARIANT}"
     want = build.config_hash(arch_name, VARIANT, "patched")
     tools = build.tools_key(config.arch(arch_name).cross)
     found = []
-    for n, c in enumerate(commits, 1):
+    for f, c in zip(files, commits):
+        n = patch_number(f)
         if n < FIRST:
             continue
         tree = source.out(["git", "-C", str(patched), "rev-parse", f"{c}^{{tree}}"])
@@ -113,9 +193,13 @@ def commit_images(arch_name):
     return found
 
 
-def verdict(rows, booted):
-    """(status, detail, error) of the leaf from every commit's rows."""
+def verdict(rows, booted, expected):
+    """(status, detail, error) of the leaf from every commit's rows: fail
+    when a row fails, or when fewer commits booted than were expected
+    (none at all included)."""
     bad = [f"{n}: {d}" for s, n, d in rows if s == "fail"]
+    if booted < expected or not expected:
+        bad.append(f"{booted} of {expected} commits booted")
     passed = sum(1 for s, _, _ in rows if s == "pass")
     put_off = sum(1 for s, _, _ in rows if s == "later")
     accounted = sum(1 for s, _, _ in rows if s in ("skip", "variant"))
@@ -132,19 +216,30 @@ def leaf(arch_name):
     if failed:
         return ("fail", "does not build at " + " ".join(c[:12] for c in failed), "")
     image.build(arch_name)
-    plan = suites.test_plan(arch_name, own=True, upstream=False, only=set(PROGRAMS),
-                            variant=VARIANT)
-    rows = []
+    base = suites.test_plan(arch_name, own=True, upstream=False, only=set(PROGRAMS),
+                            variant=VARIANT, probes=False)
+    added = switch_patches()
+    rows, booted = [], 0
     images = commit_images(arch_name)
     for n, c, kernel in images:
+        prefix = f"{arch_name}/commit-{n:04d}"
         if not kernel.exists():
-            rows.append(("fail", f"{arch_name}/commit-{n:04d}/image",
+            rows.append(("fail", f"{prefix}/image",
                          f"{c[:12]}: no image kept by its each-commit build"))
             continue
-        b = boot_and_parse(arch_name, "patched", VARIANT, plan, f"commit-{n:04d}",
+        flavours = {p: program_flavour(arch_name, p, n, added) for p in PROGRAMS}
+        b = boot_and_parse(arch_name, "patched", VARIANT,
+                           commit_plan(arch_name, base, flavours), f"commit-{n:04d}",
                            kernel=kernel, **test.TEST_BOOT)
-        these = judge(arch_name, n, results.parse(b.text()), boot_problems(b))
+        booted += 1
+        these = judge(arch_name, n, results.parse(b.text()), boot_problems(b),
+                      {p: f for p, (f, _) in flavours.items()})
+        if arch_name in suites.CPU_FEATURES:
+            t = Tally()
+            test.cpu_features(t, prefix, b, want=suites.CPU_FEATURES[arch_name])
+            these += t.rows
         say(f"{arch_name} commit {n:04d} {c[:12]}: "
-            f"{sum(1 for s, _, _ in these if s == 'fail')} failed")
+            f"{sum(1 for s, _, _ in these if s == 'fail')} failed "
+            f"({', '.join(f'{p} as {f}' for p, (f, _) in flavours.items())})")
         rows += these
-    return verdict(rows, len(images))
+    return verdict(rows, booted, len(images))

@@ -361,17 +361,19 @@ def base_program(program):
 
 
 def test_plan(arch_name, own=True, upstream=True, only=None, variant="default",
-              boot="tests"):
+              boot="tests", probes=True):
     """The plan of a test boot of arch_name: every own program (less what
     left_out() names for boot), the probes of what that leaves out
-    (left_out_probes()) and the arch's upstream selftests; only, a set of
-    program names, keeps those (and their probes)."""
+    (left_out_probes(); not with probes False) and the arch's upstream
+    selftests; only, a set of program names, keeps those (and their
+    probes)."""
     scale = TIMEOUT_SCALE[variant]
     entries = []
     if own:
         for t in own_tests():
             entries.append(_own_entry(arch_name, t, scale, boot))
-        for t, names in sorted(left_out_probes(arch_name, boot).items()):
+        for t, names in sorted(left_out_probes(arch_name, boot).items()
+                               if probes else ()):
             entries.append(_probe_entry(t, names, scale))
     if upstream:
         entries += [_upstream_entry(t, scale) for t in image.selftests_for(arch_name)]

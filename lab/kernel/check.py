@@ -848,7 +848,8 @@ CHECK_CODE = ("lab/kernel/check.py", "lab/kernel/modsyms.py", "lab/kernel/build.
 
 def tools(v, t):
     """build.toolchain() of a leaf's arch, and sparse's version where the
-    leaf runs sparse (every leaf but each-commit)."""
+    leaf runs sparse (the leaves that build a config of their own: not
+    each-commit, the boot leaves or the mutation)."""
     found = build.toolchain(t.cross)
     if v.base not in ("each-commit", "debian-boot", "mutation", "commit-tests"):
         found["sparse"] = build.tool_version("sparse")
