@@ -138,10 +138,35 @@ def test_a_figure_of_another_series_is_found(tmp_path):
     assert headline.not_current(d, "0" * 40) == {name: "no manifest"}
 
 
+def _two_boots(directory):
+    """Give each boot of a copied measurement's boots.json a second boot
+    of the same kernel (a boots.json only: not_current() reads no runs)."""
+    path = directory / "boots.json"
+    boots = json.loads(path.read_text())
+    path.write_text(json.dumps(boots + [dict(b, name=re.sub(r"-r0$", "-r2", b["name"]))
+                                        for b in boots]))
+
+
+def test_a_figure_measured_with_one_boot_of_a_kernel_is_found(tmp_path):
+    """The check of switch off against stock takes each side's runs from
+    two boots (lab bench --stock, bench.first_boots()): a measurement
+    whose runs of a kernel come from one boot never gives a headline
+    figure, since two boots of one kernel differ by more than one boot's
+    runs do."""
+    d, name = _copy(tmp_path, FIG)
+    tree = "1" * 40
+    (d / name / "manifest.json").write_text(json.dumps({"patches_tree": tree}))
+    got = headline.not_current(d, tree)
+    assert list(got) == [name] and "one boot of arm64-bench-patched" in got[name]
+    _two_boots(d / name)
+    assert headline.not_current(d, tree) == {}
+
+
 def test_a_figure_measured_on_debians_config_is_found(tmp_path):
     """'lab bench --kernel-config debian' measures the same series on other
     kernels: a comparison for the note, never a headline figure."""
     d, name = _copy(tmp_path, FIG)
+    _two_boots(d / name)
     m = d / name / "manifest.json"
     tree = "1" * 40
     data = {"patches_tree": tree, "variant": "debian"}
@@ -156,6 +181,7 @@ def test_a_figure_measured_without_stock_is_found(tmp_path):
     """A bench without --stock has no stock runs for the tables' switch
     off against stock column: never a headline figure."""
     d, name = _copy(tmp_path, FIG)
+    _two_boots(d / name)
     m = d / name / "manifest.json"
     tree = "1" * 40
     data = {"patches_tree": tree, "variant": "default", "stock": False}

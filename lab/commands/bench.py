@@ -611,9 +611,9 @@ def first_boots(first, stock):
     stock holds runs of two boots.  Under -icount a boot repeats its runs
     to a few hundredths of a percent, but two boots of the same stock
     kernel put 7 of 44 workloads' runs apart (2026-11-30: by up to 2.4%,
-    13% for x86_64's dirty-reclaim-fixed); over two boots a side, the
-    differences left were the ones two pairs of boots both showed, with
-    the same sign and size (docs/known-costs.md)."""
+    13% for x86_64's dirty-reclaim-fixed).  With two boots a side, all but
+    two of the workloads left apart kept their sign in every measurement
+    of the series (docs/known-costs.md): code, not the boot."""
     if not stock or first < 2:
         return [(first, 0)]
     a = (first + 1) // 2

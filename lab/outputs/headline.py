@@ -12,6 +12,7 @@ the gains, and the controls where a series cannot batch.  'lab report
 fails when the README's tables are not the ones the declarations make.
 """
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -287,8 +288,10 @@ def not_current(results_dir, tree):
     not the lab's own (a manifest's variant other than 'default': 'lab
     bench --kernel-config debian'), or that booted no stock kernel (a bench
     without --stock: the tables' switch-off-against-stock column has
-    nothing to compare): the README's tables take only measurements of the
-    current series on the lab's kernels, against stock."""
+    nothing to compare), or where a kernel ran its runs in one boot
+    (one_boot_kernels(): the check of switch off against stock takes two
+    boots a side): the README's tables take only measurements of the
+    current series on the lab's kernels, against stock, two boots each."""
     _, figures = declared(results_dir)
     out = {}
     for name in sorted({f.results for f in figures}):
@@ -301,4 +304,19 @@ def not_current(results_dir, tree):
             out[name] = f"{got}, on the {variant} kernels"
         elif not manifest.booted_stock(Path(results_dir) / name):
             out[name] = f"{got}, without stock (no --stock)"
+        elif (one := one_boot_kernels(Path(results_dir) / name)):
+            out[name] = f"{got}, one boot of {', '.join(one)}"
     return out
+
+
+def one_boot_kernels(directory):
+    """The boot groups of a measurement (a boots.json name less its
+    '-r<rep>': arch, flavour and boot arguments) whose runs come from one
+    boot."""
+    path = Path(directory) / "boots.json"
+    if not path.exists():
+        return ["every kernel (no boots.json)"]
+    groups = {}
+    for b in json.loads(path.read_text()):
+        groups.setdefault(re.sub(r"-r-?\d+$", "", b["name"]), set()).add(b["name"])
+    return sorted(g for g, names in groups.items() if len(names) < 2)
