@@ -9,21 +9,24 @@ from the image its each-commit build kept (build.keep_image()), with the
 tests of PROGRAMS (the guest programs of now, without the probes of what
 'lab test' leaves out).
 
-A program runs as on the patched kernel from the patch that adds the last
-of its switches the arch shows (switch_patches()).  Before it, the commit
-is stock 6.12 as far as the program can tell, and the program runs as on
-the stock kernel (LAB_FLAVOUR=stock, commit_plan()), with those of its
-switches already in the series turned off: a switch off must be the
-stock path.  Each boot is judged alone (judge()):
+A program runs as on the stock kernel (LAB_FLAVOUR=stock, commit_plan())
+until the series holds the first of its switches the arch shows
+(switch_patches()): before it, the commit is stock 6.12 as far as the
+program can tell.  From then on it runs as on the patched kernel, and a
+test whose switch a later patch adds fails at its set-up
+("patched kernel without <switch>", absent_switches()): that result is
+put off to the patch that adds the switch.  Each boot is judged alone
+(judge()):
 
 - the boot itself (testboot.boot_problems(): it reached the plan and
   ended, every program started, no kernel report, no set-up failure), a
   test result on the console, and on arm64 the CPU features the series'
   paths need (suites.CPU_FEATURES);
 - every result passes, or is a skip that skips.tsv declares, or a fixture
-  variant for the kernel the program does not run as, or is declared in
-  LATER: a test of a behaviour a later patch of the series brings, which
-  may fail or skip before that patch and must pass from it on.  A
+  variant for the kernel the program does not run as, or failed for want
+  of a switch a later patch adds, or is declared in LATER: a test of a
+  behaviour a later patch of the series brings, which may fail or skip
+  before that patch and must pass from it on.  A
   program's own leaves (it did not finish, it reported another count than
   its plan, it ran no test) are never excused;
 - at least one result passes, and every commit from FIRST was booted.
@@ -55,6 +58,10 @@ LATER = ()
 
 # A patch that adds a switch: its line in mm/foliobatch.c's table.
 SWITCH_RE = re.compile(r"^\+\s*FOLIOBATCH_SWITCH\((\w+),", re.M)
+# guest/include/lab_test.h lab_env_setup() on a patched kernel without the
+# test's switch, and the harness's line that starts a test.
+ABSENT_RE = re.compile(r"patched kernel without /sys/kernel/mm/foliobatch/(\w+)")
+RUN_RE = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
 
 # The lab's code that decides the verdict, beside the guest's side (stamp
 # inputs of 'lab check'): the judge and the plan, the boot (QEMU's
@@ -88,35 +95,47 @@ def switch_patches(files=None):
 
 
 def program_flavour(arch_name, program, patch, added):
-    """(flavour, switches to turn off) of @program at the commit of patch
-    number @patch: ('patched', ()) once the series holds every switch of
-    the program that @arch_name shows (@added: switch_patches()), else
-    ('stock', the ones it already holds)."""
+    """The kernel @program runs as at the commit of patch number @patch:
+    'stock' until the series holds one of its switches that @arch_name
+    shows (@added: switch_patches()), 'patched' from then on."""
     shown = [s for s in PROGRAMS[program] if s not in config.HIDDEN_SWITCHES[arch_name]]
     unknown = [s for s in shown if s not in added]
     if unknown:
         raise LabError(f"{program}: no patch of the series adds {', '.join(unknown)}")
-    present = tuple(s for s in shown if added[s] <= patch)
-    return ("patched", ()) if len(present) == len(shown) else ("stock", present)
+    return "patched" if any(added[s] <= patch for s in shown) else "stock"
 
 
-def commit_plan(arch_name, plan, flavours):
+def commit_plan(plan, flavours):
     """@plan with each program that runs as stock (@flavours: {program:
-    program_flavour()}) run with LAB_FLAVOUR=stock and its switches off,
-    and both put back after it."""
+    program_flavour()}) run with LAB_FLAVOUR=stock, and patched put back
+    after it."""
     out = []
     for line in plan.splitlines():
         words = line.split()
-        flavour, off = flavours.get(words[1], ("patched", ())) \
-            if line.startswith("lab_run ") else ("patched", ())
-        if flavour != "stock":
+        if line.startswith("lab_run ") and flavours.get(words[1]) == "stock":
+            out += ["export LAB_FLAVOUR=stock", line, "export LAB_FLAVOUR=patched"]
+        else:
             out.append(line)
-            continue
-        defaults = config.SWITCH_DEFAULTS[arch_name]
-        out += ["export LAB_FLAVOUR=stock"] + [f"lab_switch {s} 0" for s in off] + \
-            [line] + [f"lab_switch {s} {defaults[s]}" for s in off] + \
-            ["export LAB_FLAVOUR=patched"]
     return "\n".join(out) + "\n"
+
+
+def absent_switches(text):
+    """{"<program>/<test>": switch} of the tests of a console that stopped
+    at their set-up for want of their switch (ABSENT_RE)."""
+    out, prog, test = {}, None, None
+    for line in results.console_lines(text):
+        m = results.START_RE.match(line)
+        if m:
+            prog, test = m.group(1), None
+            continue
+        m = RUN_RE.match(line.strip())
+        if m:
+            test = m.group(1)
+            continue
+        m = ABSENT_RE.search(line)
+        if m and prog and test:
+            out[f"{prog}/{test}"] = m.group(1)
+    return out
 
 
 def later(name, patch, table=None):
@@ -132,13 +151,15 @@ def later(name, patch, table=None):
     return None
 
 
-def judge(arch_name, patch, parsed, problems, flavours=None, table=None):
+def judge(arch_name, patch, parsed, problems, flavours=None, absent=None, added=None,
+          table=None):
     """Rows (status, name, detail) of the boot of patch number @patch's
     commit: @parsed its results (results.parse()), @problems its
     boot_problems(), @flavours {program: 'stock' or 'patched'}, the kernel
-    each program ran as (default patched).  Fails: each problem, no result
-    at all, no result that passed, and each result that neither passed nor
-    is accounted for (module docstring)."""
+    each program ran as (default patched), @absent its absent_switches(),
+    @added switch_patches().  Fails: each problem, no result at all, no
+    result that passed, and each result that neither passed nor is
+    accounted for (module docstring)."""
     prefix = f"{arch_name}/commit-{patch:04d}"
     rows = [("fail", f"{prefix}/{what}", detail) for what, detail in problems]
     if not parsed:
@@ -148,6 +169,10 @@ def judge(arch_name, patch, parsed, problems, flavours=None, table=None):
         flavour = (flavours or {}).get(suites.base_program(r.program or r.name), "patched")
         if r.status in ("pass", "xfail"):
             rows.append((r.status, name, r.detail))
+            continue
+        sw = (absent or {}).get(r.name)
+        if r.status == "fail" and sw and (added or {}).get(sw, 0) > patch:
+            rows.append(("later", name, f"no {sw} yet: patch {added[sw]:04d} adds it"))
             continue
         put_off = later(r.name, patch, table)
         if put_off:
@@ -228,18 +253,18 @@ def leaf(arch_name):
                          f"{c[:12]}: no image kept by its each-commit build"))
             continue
         flavours = {p: program_flavour(arch_name, p, n, added) for p in PROGRAMS}
-        b = boot_and_parse(arch_name, "patched", VARIANT,
-                           commit_plan(arch_name, base, flavours), f"commit-{n:04d}",
-                           kernel=kernel, **test.TEST_BOOT)
+        b = boot_and_parse(arch_name, "patched", VARIANT, commit_plan(base, flavours),
+                           f"commit-{n:04d}", kernel=kernel, **test.TEST_BOOT)
         booted += 1
-        these = judge(arch_name, n, results.parse(b.text()), boot_problems(b),
-                      {p: f for p, (f, _) in flavours.items()})
+        text = b.text()
+        these = judge(arch_name, n, results.parse(text), boot_problems(b), flavours,
+                      absent_switches(text), added)
         if arch_name in suites.CPU_FEATURES:
             t = Tally()
             test.cpu_features(t, prefix, b, want=suites.CPU_FEATURES[arch_name])
             these += t.rows
         say(f"{arch_name} commit {n:04d} {c[:12]}: "
             f"{sum(1 for s, _, _ in these if s == 'fail')} failed "
-            f"({', '.join(f'{p} as {f}' for p, (f, _) in flavours.items())})")
+            f"({', '.join(f'{p} as {f}' for p, f in flavours.items())})")
         rows += these
     return verdict(rows, booted, len(images))
