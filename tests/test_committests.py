@@ -32,7 +32,7 @@ def test_every_result_passed_is_a_pass():
 def test_a_failed_result_fails_unless_a_later_patch_brings_it():
     bad = Result("mprotect_batch/mech.on.walk_choice", "fail", "walk 32 != 16",
                  program="mprotect_batch")
-    assert "fail" in statuses(committests.judge("x86_64", 40, [OK, bad], []))
+    assert "fail" in statuses(committests.judge("x86_64", 40, [OK, bad], [], table=()))
     rows = committests.judge("x86_64", 40, [OK, bad], [], table=LATER)
     assert statuses(rows) == ["pass", "later"]
     assert committests.verdict(rows, 1, 1)[0] == "pass"
@@ -50,9 +50,9 @@ def test_later_never_excuses_a_program_that_did_not_finish():
 
 
 def test_a_skip_must_be_accounted_for_by_the_kernel_the_program_ran_as():
-    for_stock = Result("mprotect_batch/mech.stock.walk_choice", "skip",
+    for_stock = Result("mprotect_batch/mech.stock.private_lookups", "skip",
                        "variant for the stock kernel", program="mprotect_batch")
-    for_patched = Result("mprotect_batch/mech.on.walk_choice", "skip",
+    for_patched = Result("mprotect_batch/mech.on.private_lookups", "skip",
                          "variant for the patched kernel", program="mprotect_batch")
     odd = Result("mprotect_batch/bbm.halves_then_whole", "skip", "no idea why",
                  program="mprotect_batch")
@@ -64,7 +64,7 @@ def test_a_skip_must_be_accounted_for_by_the_kernel_the_program_ran_as():
 
 
 def test_nothing_passed_or_nothing_arrived_fails():
-    for_stock = Result("mprotect_batch/mech.stock.walk_choice", "skip",
+    for_stock = Result("mprotect_batch/mech.stock.private_lookups", "skip",
                        "variant for the stock kernel", program="mprotect_batch")
     assert statuses(committests.judge("x86_64", 40, [for_stock], [])) == \
         ["variant", "fail"]
@@ -186,3 +186,80 @@ def test_a_commit_without_its_image_fails_the_leaf(fake_tree, monkeypatch):
     booted.clear()
     status, detail, _ = committests.leaf("x86_64")
     assert status == "fail" and "no image kept" in detail and booted == []
+
+
+def test_the_absent_switch_excuses_only_a_failure_of_that_test_for_its_own_switch():
+    absent = committests.absent_switches(CONSOLE)
+    added = {"mincore_batch": 44, "mincore_typo": 44}
+    skipped = Result("read_batch/mech.on.mincore_visits", "skip", "x", program="read_batch")
+    other = Result("read_batch/mech.on.contpte_reads", "fail", program="read_batch")
+    got = committests.judge("arm64", 43, [OK, skipped, other], [], absent=absent,
+                            added=added, table=())
+    assert statuses(got) == ["pass", "fail", "fail"]
+    # a switch no patch adds, or another program's, excuses nothing
+    bad = Result("read_batch/mech.on.mincore_visits", "fail", program="read_batch")
+    for sw in ("mincore_typo", "mprotect_batch"):
+        got = committests.judge("arm64", 43, [OK, bad], [], table=(),
+                                absent={bad.name: sw}, added={sw: 44})
+        assert statuses(got) == ["pass", "fail"], sw
+
+
+def test_a_program_whose_put_off_tests_hide_a_crash_fails():
+    bad = Result("read_batch/mech.on.mincore_visits", "fail", program="read_batch")
+    absent = committests.absent_switches(CONSOLE)
+    args = dict(absent=absent, added={"mincore_batch": 44}, table=())
+    assert statuses(committests.judge("arm64", 43, [OK, bad], [], exits={
+        "read_batch": "exit 1"}, **args)) == ["pass", "later"]
+    got = committests.judge("arm64", 43, [OK, bad], [], exits={"read_batch": "exit 139"},
+                            **args)
+    assert statuses(got) == ["pass", "later", "fail"]
+    assert got[-1][1] == "arm64/commit-0043/read_batch/<exit status>"
+    assert committests.program_exits("not ok 2 read_batch # exit 139\nok 1 x\n") == \
+        {"read_batch": "exit 139"}
+
+
+def test_a_switch_no_patch_adds_is_an_error():
+    try:
+        committests.program_flavour("x86_64", "mprotect_batch", 40, {})
+    except committests.LabError as e:
+        assert "mprotect_batch" in str(e)
+    else:
+        raise AssertionError("a program whose switch no patch adds was given a flavour")
+
+
+def test_x86_64_runs_mprotect_batch_as_stock_before_0035():
+    plan = suites.test_plan("x86_64", own=True, upstream=False,
+                            only=set(committests.PROGRAMS), probes=False)
+    added = committests.switch_patches()
+    flavours = {p: committests.program_flavour("x86_64", p, 33, added)
+                for p in committests.PROGRAMS}
+    assert flavours == {"mprotect_batch": "stock", "read_batch": "stock"}
+    lines = committests.commit_plan(plan, flavours).splitlines()
+    runs = [n for n, l in enumerate(lines) if l.startswith("lab_run ")]
+    assert all(lines[n - 1] == "export LAB_FLAVOUR=stock" and
+               lines[n + 1] == "export LAB_FLAVOUR=patched" for n in runs) and len(runs) == 2
+
+
+def test_later_names_programs_and_patches_of_the_series():
+    """A LATER entry must name a booted program and a patch after FIRST
+    that the series has, or it excuses a test forever."""
+    last = max(committests.patch_number(f) for f in committests.source.series_files())
+    for glob, first, why in committests.LATER:
+        assert glob.split("/")[0] in committests.PROGRAMS, glob
+        assert committests.FIRST < first <= last and why, glob
+
+
+def test_the_stored_verdict_covers_the_judge_the_plan_and_the_programs(monkeypatch):
+    """A commit-tests verdict is stored (lab check's stamp): it must not be
+    reused after a change to what judged it, what ran, or how it booted."""
+    seen = []
+    monkeypatch.setattr(committests.debianboot.build, "code_hash",
+                        lambda files: seen.extend(files) or "h")
+    monkeypatch.setattr(committests.debianboot.build, "tool_version", lambda cmd: "q")
+    committests.stamp_inputs("arm64")
+    for rel in ("lab/commands/committests.py", "lab/commands/test.py", "lab/core/config.py",
+                "lab/kernel/source.py", "lab/guest/skips.tsv", "lab/guest/results.py",
+                "lab/guest/testboot.py", "lab/guest/suites.py", "guest/lib.sh",
+                "guest/include/lab_test.h", "guest/tests/mprotect_batch.c",
+                "guest/tests/read_batch.c"):
+        assert rel in seen, rel

@@ -26,7 +26,8 @@ put off to the patch that adds the switch.  Each boot is judged alone
   variant for the kernel the program does not run as, or failed for want
   of a switch a later patch adds, or is declared in LATER: a test of a
   behaviour a later patch of the series brings, which may fail or skip
-  before that patch and must pass from it on.  A
+  before that patch when the program runs as patched, and must pass from
+  it on.  A
   program's own leaves (it did not finish, it reported another count than
   its plan, it ran no test) are never excused;
 - at least one result passes, and every commit from FIRST was booted.
@@ -53,15 +54,31 @@ VARIANT = "default"
 
 # Tests of a behaviour a later patch brings: (glob over "<program>/<leaf>",
 # the patch from which it must pass, why).  Before that patch such a
-# result may fail or skip; from it on it is judged as any other.
-LATER = ()
+# result may fail or skip; from it on it is judged as any other.  Read
+# from the tests against the patches; the functions a test probes must
+# exist for its kprobes to be set.
+LATER = (
+    ("mprotect_batch/mech.*.private_lookups", 37,
+     "one page lookup per batch of exclusive anonymous pages comes with 0037"),
+    ("mprotect_batch/mech.*.contpte_unfolds", 39,
+     "arm64's batched protection change comes with 0039"),
+    ("mprotect_batch/numa.*", 42, "the batched NUMA scan comes with 0042"),
+    ("mprotect_batch/numaskip.*", 42,
+     "the NUMA scan's skip checks are counted where 0041-0042 put them"),
+    ("mprotect_batch/mech.*.walk_choice", 54,
+     "it probes mprotect_starts_large() (0038), __change_protection() (0046) "
+     "and change_ptes_unbatched() (0053), and arm64's shared layout takes 0054's walk"),
+)
 
 # A patch that adds a switch: its line in mm/foliobatch.c's table.
 SWITCH_RE = re.compile(r"^\+\s*FOLIOBATCH_SWITCH\((\w+),", re.M)
 # guest/include/lab_test.h lab_env_setup() on a patched kernel without the
 # test's switch, and the harness's line that starts a test.
 ABSENT_RE = re.compile(r"patched kernel without /sys/kernel/mm/foliobatch/(\w+)")
-RUN_RE = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
+HARNESS_RUN_RE = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
+# What guest/lib.sh's lab_run prints for a program whose tests failed: the
+# harness's own exit status then, KSFT_FAIL.
+FAILED_EXIT = "exit 1"
 
 # The lab's code that decides the verdict, beside the guest's side (stamp
 # inputs of 'lab check'): the judge and the plan, the boot (QEMU's
@@ -128,13 +145,28 @@ def absent_switches(text):
         if m:
             prog, test = m.group(1), None
             continue
-        m = RUN_RE.match(line.strip())
+        m = HARNESS_RUN_RE.match(line.strip())
         if m:
             test = m.group(1)
             continue
         m = ABSENT_RE.search(line)
         if m and prog and test:
             out[f"{prog}/{test}"] = m.group(1)
+            continue
+        if results.SUB_RE.match(line) or results.TOP_RE.match(line):
+            test = None
+    return out
+
+
+def program_exits(text):
+    """{program: what its own result line says after '#'} of the programs
+    of a console whose result line is 'not ok' ('exit 1', 'exit 139',
+    'timeout', ...)."""
+    out = {}
+    for line in results.console_lines(text):
+        m = results.TOP_RE.match(line)
+        if m and m.group(1) == "not ok":
+            out[m.group(3)] = (m.group(4) or "").strip()
     return out
 
 
@@ -152,14 +184,17 @@ def later(name, patch, table=None):
 
 
 def judge(arch_name, patch, parsed, problems, flavours=None, absent=None, added=None,
-          table=None):
+          table=None, exits=None):
     """Rows (status, name, detail) of the boot of patch number @patch's
     commit: @parsed its results (results.parse()), @problems its
     boot_problems(), @flavours {program: 'stock' or 'patched'}, the kernel
     each program ran as (default patched), @absent its absent_switches(),
-    @added switch_patches().  Fails: each problem, no result at all, no
-    result that passed, and each result that neither passed nor is
-    accounted for (module docstring)."""
+    @added switch_patches(), @exits its program_exits().  Fails: each
+    problem, no result at all, no result that passed, each result that
+    neither passed nor is accounted for (module docstring), and a program
+    whose failed tests were all put off but that ended otherwise than a
+    harness whose tests failed does (FAILED_EXIT): results.parse() makes
+    no row of its exit then."""
     prefix = f"{arch_name}/commit-{patch:04d}"
     rows = [("fail", f"{prefix}/{what}", detail) for what, detail in problems]
     if not parsed:
@@ -171,10 +206,15 @@ def judge(arch_name, patch, parsed, problems, flavours=None, absent=None, added=
             rows.append((r.status, name, r.detail))
             continue
         sw = (absent or {}).get(r.name)
-        if r.status == "fail" and sw and (added or {}).get(sw, 0) > patch:
-            rows.append(("later", name, f"no {sw} yet: patch {added[sw]:04d} adds it"))
+        prog = suites.base_program(r.program or r.name)
+        if r.status == "fail" and sw in PROGRAMS.get(prog, ()) and \
+                (added or {}).get(sw, 0) > patch:
+            rows.append(("later", name, f"{r.detail or 'fail'}: no {sw} yet, patch "
+                         f"{added[sw]:04d} adds it"))
             continue
-        put_off = later(r.name, patch, table)
+        # a program that runs as stock tests stock's behaviour, which no
+        # later patch brings
+        put_off = later(r.name, patch, table) if flavour == "patched" else None
         if put_off:
             rows.append(("later", name, f"{r.status}: {r.detail} (LATER: from patch "
                          f"{put_off[1]:04d}, {put_off[2]})"))
@@ -189,6 +229,11 @@ def judge(arch_name, patch, parsed, problems, flavours=None, absent=None, added=
             rows.append((status, name, detail))
             continue
         rows.append(("fail", name, r.detail or r.status))
+    for prog, how in sorted((exits or {}).items()):
+        if how != FAILED_EXIT and not any(s == "fail" and n.startswith(f"{prefix}/{prog}/")
+                                          for s, n, _ in rows):
+            rows.append(("fail", f"{prefix}/{prog}/<exit status>",
+                         f"ended '{how}', not as a harness whose tests failed"))
     if parsed and not any(s == "pass" for s, _, _ in rows):
         rows.append(("fail", f"{prefix}/passed", "no test passed"))
     return rows
@@ -258,7 +303,7 @@ def leaf(arch_name):
         booted += 1
         text = b.text()
         these = judge(arch_name, n, results.parse(text), boot_problems(b), flavours,
-                      absent_switches(text), added)
+                      absent_switches(text), added, exits=program_exits(text))
         if arch_name in suites.CPU_FEATURES:
             t = Tally()
             test.cpu_features(t, prefix, b, want=suites.CPU_FEATURES[arch_name])
