@@ -263,3 +263,11 @@ def test_the_stored_verdict_covers_the_judge_the_plan_and_the_programs(monkeypat
                 "guest/include/lab_test.h", "guest/tests/mprotect_batch.c",
                 "guest/tests/read_batch.c"):
         assert rel in seen, rel
+
+
+def test_a_variant_for_the_other_kernel_is_a_variant_before_any_later_patch():
+    """A fixture variant for the stock kernel skips on patched whatever the
+    commit: LATER must not claim it."""
+    r = Result("mprotect_batch/mech.stock.walk_choice", "skip",
+               "variant for the stock kernel", program="mprotect_batch")
+    assert statuses(committests.judge("x86_64", 35, [OK, r], [])) == ["pass", "variant"]
