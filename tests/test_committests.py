@@ -15,6 +15,8 @@ from test_each_commit import VERSIONS, fake_tree, versions  # noqa: F401
 
 OK = Result("mprotect_batch/wprot.whole_folio.write_not_widened", "pass",
             program="mprotect_batch")
+# the patch files of fake_tree's two commits
+TWO_PATCHES = [config.PATCHES / "0001-a.patch", config.PATCHES / "0002-b.patch"]
 LATER = (("mprotect_batch/mech.*", 54, "a shared mapping's blocks (0054)"),
          ("read_batch/*", 45, "every read-side switch (0045)"))
 
@@ -145,8 +147,7 @@ def test_a_test_whose_switch_comes_later_is_put_off_to_that_patch():
 def test_the_images_booted_are_those_the_each_commit_builds_kept(fake_tree, monkeypatch):
     out, _, _ = fake_tree
     assert build.each_commit("x86_64") == []
-    monkeypatch.setattr(source, "series_files",
-                        lambda: [config.PATCHES / "0001-a.patch", config.PATCHES / "0002-b.patch"])
+    monkeypatch.setattr(source, "series_files", lambda: TWO_PATCHES)
     monkeypatch.setattr(committests, "FIRST", 2)
     found = committests.commit_images("x86_64")
     assert [(n, c) for n, c, _ in found] == [(2, "c2")]
@@ -166,8 +167,7 @@ def test_a_commit_without_its_image_fails_the_leaf(fake_tree, monkeypatch):
     booted = []
     monkeypatch.setattr(committests.image, "build", lambda arch: None)
     monkeypatch.setattr(committests.suites, "test_plan", lambda *a, **k: "plan")
-    monkeypatch.setattr(source, "series_files",
-                        lambda: [config.PATCHES / "0001-a.patch", config.PATCHES / "0002-b.patch"])
+    monkeypatch.setattr(source, "series_files", lambda: TWO_PATCHES)
     monkeypatch.setattr(committests, "switch_patches", lambda: {
         s: 1 for ss in committests.PROGRAMS.values() for s in ss})
 
