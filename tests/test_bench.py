@@ -298,28 +298,29 @@ def test_lab_report_remakes_a_report_from_runs_json(tmp_path):
 
 
 def test_a_mechanism_counts_the_functions_called_in_its_place():
-    """contpte_early_exit makes ptep_get() call contpte_ptep_get_early_exit()
-    in place of contpte_ptep_get(): the row counts both, and both are armed;
-    stock, which cannot probe the new function, counts the old one."""
-    w = workloads.BY_NAME["read-smaps"]
+    """anon_unmap_batch takes a swap reference per folio with
+    swap_duplicate_nr() in place of swap_duplicate() per PTE: the row counts
+    both, and both are armed; stock, which cannot probe the new function,
+    counts the old one."""
+    w = workloads.BY_NAME["anon-pageout-64k-zero"]
     plan = workloads.plan([w], 2, "patched", quick=True, arch_name="arm64")
-    assert "lab_kprobe contpte_ptep_get contpte_ptep_get\n" in plan
-    assert "lab_kprobe contpte_ptep_get_early_exit contpte_ptep_get_early_exit\n" in plan
-    runs = [probe("read-smaps", "stock", "stock", contpte_ptep_get=164534),
-            probe("read-smaps", "off", contpte_ptep_get=164373),
-            probe("read-smaps", "on", contpte_ptep_get_early_exit=164373)]
-    runs[0]["kprobe_failed"] = ["contpte_ptep_get_early_exit"]
+    assert "lab_kprobe swap_duplicate swap_duplicate\n" in plan
+    assert "lab_kprobe swap_duplicate_nr swap_duplicate_nr\n" in plan
+    runs = [probe("anon-pageout-64k-zero", "stock", "stock", swap_duplicate=24576),
+            probe("anon-pageout-64k-zero", "off", swap_duplicate=24576),
+            probe("anon-pageout-64k-zero", "on", swap_duplicate_nr=1536)]
+    runs[0]["kprobe_failed"] = ["swap_duplicate_nr"]
+    row = "| anon-pageout-64k-zero | swap references: swap_duplicate() calls, " \
+        "swap_duplicate_nr() with the switch on | "
     md = tables.mechanism_table(stats.summarize(runs, probe=True), [w], "arm64")
-    assert "| read-smaps | contiguous-block reads: contpte_ptep_get() and " \
-        "contpte_ptep_get_early_exit() calls | 164,534 | 164,373 | 164,373 | 1.0 |" in md
+    assert row + "24,576 | 24,576 | 1,536 | 16.0 |" in md
     # the patched kernel could not probe the function it calls instead:
     # its calls were not counted, not zero
     for r in runs[1:]:
-        r["kprobe_failed"] = ["contpte_ptep_get_early_exit"]
-        r["kprobe"].pop("contpte_ptep_get_early_exit", None)
+        r["kprobe_failed"] = ["swap_duplicate_nr"]
+        r["kprobe"].pop("swap_duplicate_nr", None)
     md = tables.mechanism_table(stats.summarize(runs, probe=True), [w], "arm64")
-    assert "| read-smaps | contiguous-block reads: contpte_ptep_get() and " \
-        "contpte_ptep_get_early_exit() calls | 164,534 | n/a | n/a | - |" in md
+    assert row + "24,576 | n/a | n/a | - |" in md
 
 
 def test_icount_boots_turn_the_hung_task_detector_off(tmp_path):

@@ -248,14 +248,13 @@ FIXTURE_TEARDOWN(mech)
 /*
  * Proves contpte_early_exit by its mechanism: reading /proc/self/smaps
  * makes the kernel ptep_get() every PTE, and each ptep_get() of an entry of
- * a contiguous block calls contpte_ptep_get(), which reads the block's 16
- * entries, on stock and with the switch off; with it on, ptep_get() calls
- * contpte_ptep_get_early_exit() instead, which reads a block whose first
- * entry is young and dirty (written memory) once.  A kprobe on each
- * instruction of the two counts how often the busiest instruction runs per
- * call: at least 16 off and on stock, at most 2 on, and at least 14 on once
- * clear_refs made the entries old (the probes see the early exit's loop);
- * and each mode's calls must all go to its own function.
+ * a contiguous block calls contpte_ptep_get().  On stock and with the
+ * switch off it reads the block's 16 entries; with it on, it reads a block
+ * whose first entry is young and dirty (written memory) once.  A kprobe on
+ * each instruction of contpte_ptep_get() (both loops are in it) counts how
+ * often the busiest instruction runs per call: at least 16 off and on
+ * stock, at most 2 on, and at least 14 on once clear_refs made the entries
+ * old (the probes see the early exit's second loop read on).
  * 16 blocks of 64 kB, smaps read 4 times.  x86_64 has no contiguous PTEs.
  */
 TEST_F_TIMEOUT(mech, contpte_reads, 300)
@@ -263,8 +262,8 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 	struct lab_env *env = &self->env;
 	static struct rb_insn_probes pr;
 	static long long h0[768], h1[768];
-	long long c0, c1, e0 = 0, e1 = 0, calls, most;
-	const char *entry, *early;
+	long long c0, c1, calls, most;
+	const char *entry;
 	double trips;
 	char *p;
 	int r;
@@ -275,41 +274,27 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 		      FOLIO / LAB_SZ_1K, false);
 	entry = rb_insn_probes_add(_metadata, &pr, "contpte_ptep_get", 0);
 	ASSERT_NE(NULL, entry) TH_LOG("cannot probe contpte_ptep_get");
-	/* the early exit, which stock does not have */
-	early = rb_insn_probes_add(_metadata, &pr, "contpte_ptep_get_early_exit", 1);
-	if (variant->value >= 0)
-		ASSERT_NE(NULL, early)
-			TH_LOG("cannot probe contpte_ptep_get_early_exit");
 	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 
 	rb_insn_hits(_metadata, &pr, h0);
 	c0 = lab_kprobe_hits(entry);
-	if (early)
-		e0 = lab_kprobe_hits(early);
 	for (r = 0; r < 4; r++)
 		rb_read_smaps(_metadata);
 	c1 = lab_kprobe_hits(entry);
-	if (early)
-		e1 = lab_kprobe_hits(early);
 	rb_insn_hits(_metadata, &pr, h1);
 	ASSERT_LE(0, c0);
 	ASSERT_LE(c0, c1);
-	ASSERT_LE(0, e0);
-	ASSERT_LE(e0, e1);
 
-	calls = (c1 - c0) + (e1 - e0);
+	calls = c1 - c0;
 	most = rb_insn_busiest(&pr, h0, h1);
 	trips = calls ? (double)most / calls : 0;
-	ksft_print_msg("%s: %lld contpte_ptep_get() and %lld contpte_ptep_get_early_exit() calls, busiest instruction %lld times (%.2f per call)\n",
-		       env->mode, c1 - c0, e1 - e0, most, trips);
+	ksft_print_msg("%s: %lld contpte_ptep_get() calls, busiest instruction %lld times (%.2f per call)\n",
+		       env->mode, calls, most, trips);
 	ASSERT_LE((long long)(4 * NR_PTES), calls)
 		TH_LOG("fewer calls than smaps reads of the PTEs: the blocks were not contiguous");
 	if (variant->value > 0) {
-		ASSERT_EQ(0, c1 - c0)
-			TH_LOG("%s: ptep_get() still calls 6.12's contpte_ptep_get()",
-			       env->mode);
 		ASSERT_GE(2.0, trips)
 			TH_LOG("%s: a young and dirty first entry still reads on through the block",
 			       env->mode);
@@ -321,24 +306,21 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 		 */
 		ASSERT_EQ(0, lab_write_file("/proc/self/clear_refs", "1"));
 		rb_insn_hits(_metadata, &pr, h0);
-		e0 = lab_kprobe_hits(early);
+		c0 = lab_kprobe_hits(entry);
 		for (r = 0; r < 4; r++)
 			rb_read_smaps(_metadata);
-		e1 = lab_kprobe_hits(early);
+		c1 = lab_kprobe_hits(entry);
 		rb_insn_hits(_metadata, &pr, h1);
-		ASSERT_LE(0, e0);
-		ASSERT_LT(e0, e1);
+		ASSERT_LE(0, c0);
+		ASSERT_LT(c0, c1);
 		most = rb_insn_busiest(&pr, h0, h1);
-		trips = (double)most / (e1 - e0);
-		ksft_print_msg("%s, old entries: %lld contpte_ptep_get_early_exit() calls, busiest instruction %lld times (%.2f per call)\n",
-			       env->mode, e1 - e0, most, trips);
+		trips = (double)most / (c1 - c0);
+		ksft_print_msg("%s, old entries: %lld contpte_ptep_get() calls, busiest instruction %lld times (%.2f per call)\n",
+			       env->mode, c1 - c0, most, trips);
 		ASSERT_LE(14.0, trips)
 			TH_LOG("%s: the probes do not see the early exit's loop read old entries",
 			       env->mode);
 	} else {
-		ASSERT_EQ(0, e1 - e0)
-			TH_LOG("%s: the early exit ran with the switch off",
-			       env->mode);
 		ASSERT_LE(16.0, trips)
 			TH_LOG("%s: 6.12 reads all 16 entries of a block per call",
 			       env->mode);
@@ -348,9 +330,8 @@ TEST_F_TIMEOUT(mech, contpte_reads, 300)
 
 /*
  * Proves mincore_batch by its mechanism: mincore() of written 64 kB folios
- * calls contpte_ptep_get() or, with contpte_early_exit on,
- * contpte_ptep_get_early_exit() (kprobes count both) once per PTE on stock and
- * with the switch off, once per block with it on: at most one per 8 PTEs.
+ * calls contpte_ptep_get() once per PTE on stock and with the switch off,
+ * once per block with it on: at most one per 8 PTEs.
  * 16 blocks, mincore() 4 times.  Without contiguous PTEs (x86_64) the
  * switch is not built and mincore() is 6.12's.
  */
@@ -358,7 +339,7 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 {
 	struct lab_env *env = &self->env;
 	unsigned char vec[NR_PTES];
-	long long h0, h1, e0 = 0, e1 = 0, calls;
+	long long h0, h1, calls;
 	size_t i;
 	char *p;
 	int r, err;
@@ -369,33 +350,21 @@ TEST_F_TIMEOUT(mech, mincore_visits, 120)
 		      FOLIO / LAB_SZ_1K, false);
 	err = lab_kprobe_add("rb_cpg", "contpte_ptep_get");
 	ASSERT_EQ(0, err) TH_LOG("kprobe on contpte_ptep_get: %s", strerror(-err));
-	/* ptep_get() calls this one instead while contpte_early_exit is on */
-	if (variant->value >= 0) {
-		err = lab_kprobe_add("rb_cpe", "contpte_ptep_get_early_exit");
-		ASSERT_EQ(0, err) TH_LOG("kprobe on contpte_ptep_get_early_exit: %s",
-					 strerror(-err));
-	}
 	lab_env_mode(_metadata, env, variant->value);
 	p = rb_map_written(_metadata, env);
 	ASSERT_NE(NULL, p);
 
 	h0 = lab_kprobe_hits("rb_cpg");
-	if (variant->value >= 0)
-		e0 = lab_kprobe_hits("rb_cpe");
 	for (r = 0; r < 4; r++)
 		ASSERT_EQ(0, mincore(p, LEN, vec));
 	h1 = lab_kprobe_hits("rb_cpg");
-	if (variant->value >= 0)
-		e1 = lab_kprobe_hits("rb_cpe");
 	munmap(p, LEN);
 	ASSERT_LE(0, h0);
 	ASSERT_LE(h0, h1);
-	ASSERT_LE(0, e0);
-	ASSERT_LE(e0, e1);
 	for (i = 0; i < NR_PTES; i++)
 		ASSERT_EQ(1, vec[i] & 1) TH_LOG("page %zu not resident", i);
 
-	calls = (h1 - h0) + (e1 - e0);
+	calls = h1 - h0;
 	rb_assert_per_pte(_metadata, env, variant->value > 0, calls, 4 * NR_PTES,
 			  "contiguous-block read (mincore())",
 			  "the blocks were not batched", "6.12 reads every PTE");

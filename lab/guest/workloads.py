@@ -444,13 +444,10 @@ def _readside(name, what, switch, thp, mode, seed, metrics=(), mechanisms=(),
         **kw)
 
 
-# arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry;
-# with contpte_early_exit on, ptep_get() calls contpte_ptep_get_early_exit()
-# in its place (stock has no such function)
-CONTPTE_READS = [Mechanism("contiguous-block reads: contpte_ptep_get() and "
-                         "contpte_ptep_get_early_exit() calls",
-                         "contpte_ptep_get", ("arm64",),
-                         also=("contpte_ptep_get_early_exit",))]
+# arm64's contpte_ptep_get(): a call per ptep_get() of a contiguous entry,
+# whichever loop contpte_early_exit has it read the block with
+CONTPTE_READS = [Mechanism("contiguous-block reads: contpte_ptep_get() calls",
+                         "contpte_ptep_get", ("arm64",))]
 # the queueing walk of mbind() and migrate_pages(): a folio look-up per PTE
 # in 6.12, per folio with mbind_batch
 FOLIO_LOOKUPS = Mechanism("folio look-ups: vm_normal_folio() calls", "vm_normal_folio",

@@ -233,8 +233,7 @@ VARIANTS = (
     Variant("lab-modules", "arm64", "lab",
             ("CONFIG_MODULES=y", "CONFIG_XEN=y", "CONFIG_XENFS=n", "CONFIG_XEN_PRIVCMD=m"),
             why="the module symbol check on a real modules build: xen's privcmd.ko "
-            "calls ptep_get(), whose contpte_early_exit branch needs two of the "
-            "series' exports"),
+            "calls ptep_get(), inline, which calls the series' contpte code"),
     Variant("bbm-mutation", "arm64", "mutation",
             why="the DEBUG_VM break-before-make check fires on a planted bug: a block "
             "flush of the batched mprotect() commit narrowed by one page"),
