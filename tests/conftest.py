@@ -26,3 +26,12 @@ def work_in_tmp(tmp_path_factory, monkeypatch):
     monkeypatch.setattr(config, "WORK", work)
     monkeypatch.setenv("FOLIOBATCH_WORK", str(work))
     return work
+
+
+@pytest.fixture(autouse=True)
+def check_records_in_tmp(tmp_path_factory, monkeypatch):
+    """The verdicts 'lab check --record' keeps go to a directory of the
+    test's own, never to the repository's docs/results/check/."""
+    records = tmp_path_factory.mktemp("check-records")
+    monkeypatch.setattr(config, "CHECK_RECORDS", records)
+    return records

@@ -5,8 +5,10 @@ stored verdicts, the variant table and the command line."""
 
 import json
 import lzma
+import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -94,7 +96,7 @@ def test_debians_x86_config_puts_the_batched_copys_report_in_paravirt_h():
 def test_the_known_false_table_is_an_input_of_a_stored_verdict(monkeypatch):
     v = check.select(["x86_64/debian-amd64"])[0]
     t = check.TARGETS[v.arch]
-    monkeypatch.setattr(check, "head", lambda flavour: flavour * 8)
+    monkeypatch.setattr(check, "tree", lambda flavour: flavour * 8)
     monkeypatch.setattr(check.source, "series_hash", lambda: "s")
     monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f)
     key = check.stamp_key(check.stamp_inputs(v, t, False))
@@ -504,7 +506,7 @@ def leaf_runs(work, monkeypatch, tmp_path):
     versions = dict(VERSIONS)
     monkeypatch.setattr(build, "tool_version",
                         lambda cmd: versions.get(cmd, f"{cmd}: not found"), raising=False)
-    monkeypatch.setattr(check, "head", lambda flavour: flavour * 8)
+    monkeypatch.setattr(check, "tree", lambda flavour: flavour * 8)
     monkeypatch.setattr(check.source, "series_hash", lambda: "s")
     monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f)
     monkeypatch.setattr(check, "needs", lambda v, t: [])
@@ -577,6 +579,135 @@ def test_a_stored_verdict_records_its_inputs(leaf_runs):
                                          ("gcc", "aarch64-linux-gnu-gcc",
                                           "aarch64-linux-gnu-ld", "sparse")}
     assert stored["key"] == check.stamp_key(stored["inputs"])
+
+
+def new_machine(work):
+    """Forget every stamp of this machine's work directory (a new machine)."""
+    shutil.rmtree(work)
+    work.mkdir()
+
+
+def test_a_kept_record_stands_for_its_leaf_on_a_new_machine(leaf_runs, work,
+                                                             check_records_in_tmp):
+    _, _, builds = leaf_runs
+    v = variant("arm64/lab-contpte-off")
+    tally = Tally()
+    ccheck.check(v, tally, records=True, record=True)
+    kept = json.loads(check.record_path(v).read_text())
+    assert kept["key"] == check.stamp_key(kept["inputs"]) and kept["leaf"] == v.leaf
+    assert kept["result"]["status"] == "pass" and kept["took"] >= 0
+    new_machine(work)
+    ccheck.check(v, tally, records=True)
+    assert builds == [v.leaf]
+    assert tally.rows[-1][0] == "pass"
+    assert "judged " in tally.rows[-1][2] and "kept in" in tally.rows[-1][2]
+
+
+def test_a_kept_record_of_other_inputs_is_judged_again(leaf_runs, work):
+    versions, _, builds = leaf_runs
+    v = variant("arm64/each-commit")
+    ccheck.check(v, Tally(), records=True, record=True)
+    new_machine(work)
+    versions["aarch64-linux-gnu-gcc"] += " (rebuilt)"
+    tally = Tally()
+    ccheck.check(v, tally, records=True)
+    assert builds == [v.leaf] * 2 and tally.rows[-1][2] == ""
+
+
+def test_a_kept_failure_stays_a_failure(leaf_runs, work, monkeypatch):
+    v = variant("arm64/lab-contpte-off")
+    monkeypatch.setattr(check, "build_variant", lambda v, t, full, quick=False:
+                        check.verdict("fail", "1 new warning", new=["x.c:1:1: warning: y"]))
+    ccheck.check(v, Tally(), records=True, record=True)
+    new_machine(work)
+    tally = Tally()
+    ccheck.check(v, tally, records=True)
+    assert tally.rows[-1][0] == "fail" and tally.exit_status() == 1
+
+
+def test_without_record_nothing_is_kept(leaf_runs):
+    v = variant("arm64/lab-contpte-off")
+    ccheck.check(v, Tally(), records=True)
+    assert not check.record_path(v).exists()
+
+
+def test_lab_test_reads_no_kept_record(leaf_runs, work, monkeypatch):
+    """CI judges its leaves on the machine that runs it."""
+    _, _, builds = leaf_runs
+    monkeypatch.setattr(check, "variant_dirs", lambda v, quick: ("mm/",))
+    for v in check.VARIANTS:
+        if v.ci:
+            ccheck.check(v, Tally(), quick=True, records=True, record=True)
+            assert check.record_path(v).exists()
+    new_machine(work)
+    ccheck.ci_form(Tally())
+    assert builds == [v.leaf for v in check.VARIANTS if v.ci] * 2
+
+
+def test_lab_check_takes_kept_records(monkeypatch):
+    seen = []
+    monkeypatch.setattr(ccheck.source, "apply", lambda: None)
+    monkeypatch.setattr(ccheck, "check", lambda v, tally, full, use_cache, quick, records,
+                        record: seen.append((records, record)))
+    ccheck.main(["riscv64/defconfig"], record=True)
+    ccheck.main(["riscv64/defconfig"])
+    assert seen == [(True, True), (True, False)]
+
+
+def test_a_trees_key_is_its_content_not_when_it_was_committed(tmp_path, monkeypatch):
+    """The key holds on another machine, where 'git am' ran at another time."""
+    ids = []
+    for when in ("2026-01-01T00:00:00", "2026-06-01T00:00:00"):
+        t = tmp_path / f"t{len(ids)}"
+        t.mkdir()
+        (t / "f").write_text("same\n")
+        env = dict(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when, GIT_AUTHOR_NAME="a",
+                   GIT_AUTHOR_EMAIL="a@b", GIT_COMMITTER_NAME="a", GIT_COMMITTER_EMAIL="a@b")
+        for cmd in (["init", "-q"], ["add", "f"], ["commit", "-q", "-m", "m"]):
+            subprocess.run(["git", "-C", str(t)] + cmd, check=True, env=dict(os.environ, **env))
+        monkeypatch.setattr(config, "source_tree", lambda flavour, t=t: t)
+        ids.append((check.tree("patched"), subprocess.run(
+            ["git", "-C", str(t), "rev-parse", "HEAD"], capture_output=True,
+            text=True).stdout.strip()))
+    assert ids[0][0] == ids[1][0] and ids[0][1] != ids[1][1]
+
+
+def test_kept_records_hold_their_keys():
+    """Every record in the repository is what 'lab check --record' wrote: its
+    key is the hash of its inputs, and it names its own leaf."""
+    for path in sorted((config.REPO / "docs/results/check").glob("*.json")):
+        kept = json.loads(path.read_text())
+        assert kept["key"] == check.stamp_key(kept["inputs"]), path
+        v = variant(kept["leaf"][len("check/"):])
+        assert path.name == f"{v.arch}-{v.name}.json"
+        assert kept["result"]["status"] in ("pass", "fail", "skip"), path
+
+
+def test_testing_md_shows_the_kept_records():
+    """docs/testing.md's table is the one the repository's records make
+    ('lab report --history' writes it)."""
+    from lab.outputs import checkrecords
+    text = (config.REPO / "docs/testing.md").read_text()
+    made = checkrecords.block([v.leaf for v in check.VARIANTS],
+                              checkrecords.load(config.REPO / "docs/results/check"),
+                              check.source.series_hash())
+    assert made in text, "run 'lab report --history'"
+
+
+def test_the_records_table_counts_a_pass_on_this_series_only(tmp_path):
+    from lab.outputs import checkrecords
+    leaves = ["check/a/x", "check/a/y", "check/a/z"]
+    rec = lambda leaf, status, series: {"leaf": leaf, "stored": "2026-12-01 09:00:00",
+                                        "took": 61, "inputs": {"series": series},
+                                        "result": {"status": status, "detail": ""}}
+    for n, r in enumerate([rec("check/a/x", "pass", "s1"), rec("check/a/y", "pass", "s0"),
+                           rec("check/a/z", "fail", "s1")]):
+        (tmp_path / f"{n}.json").write_text(json.dumps(r))
+    text = checkrecords.block(leaves, checkrecords.load(tmp_path), "s1")
+    assert "1 of 3 leaves" in text
+    assert "| `check/a/y` | PASS | 2026-12-01 09:00:00 | 1m01s | no, series s0 |" in text
+    assert "| `check/a/z` | FAIL |" in text
+    assert checkrecords.block(leaves, {}, "s1").count("none kept") == 3
 
 
 def test_a_new_compiler_writes_a_leafs_config_again(work, monkeypatch):
@@ -724,12 +855,15 @@ def test_lab_check_options_reach_main(monkeypatch):
     assert cli.main(["check"]) == 0
     assert cli.main(["check", "--all", "--full", "--no-cache", "-k", "a", "-k", "b"]) == 0
     assert cli.main(["check", "--quick"]) == 0
+    assert cli.main(["check", "--all", "--record"]) == 0
     assert got == [(None, {"everything": False, "full": False, "use_cache": True,
-                           "quick": False}),
+                           "quick": False, "record": False}),
                    (["a", "b"], {"everything": True, "full": True, "use_cache": False,
-                                 "quick": False}),
+                                 "quick": False, "record": False}),
                    (None, {"everything": False, "full": False, "use_cache": True,
-                           "quick": True})]
+                           "quick": True, "record": False}),
+                   (None, {"everything": True, "full": False, "use_cache": True,
+                           "quick": False, "record": True})]
     assert cli.main(["check", "--quick", "--full"]) == cli.LAB_ERROR
 
 
@@ -752,7 +886,7 @@ def test_quick_builds_directories_of_a_lab_variant_only(tree):
 
 
 def test_quick_and_whole_builds_have_different_stored_verdicts(monkeypatch):
-    monkeypatch.setattr(check, "head", lambda f: f"head-{f}")
+    monkeypatch.setattr(check, "tree", lambda f: f"tree-{f}")
     monkeypatch.setattr(check.source, "series_hash", lambda: "series")
     monkeypatch.setattr(check, "config_inputs", lambda v, t, f: f"config-{f}")
     v = check.select(["x86_64/lab-pt-reclaim-off"])[0]

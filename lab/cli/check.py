@@ -19,6 +19,10 @@ def add_parser(sub):
                     "of the changed files, not the whole kernel (what lab test runs)")
     sp.add_argument("--no-cache", action="store_true",
                     help="build even when a leaf's stored verdict has the same inputs")
+    sp.add_argument("--record", action="store_true",
+                    help="keep each verdict judged in docs/results/check/ (commit it), "
+                    "where a later 'lab check' on any machine with the same inputs "
+                    "takes it")
     sp.add_argument("--list", action="store_true", help="list the variants")
     sp.set_defaults(fn=cmd_check)
 
@@ -32,4 +36,4 @@ def cmd_check(args):
     if args.full and args.quick:
         raise LabError("--full and --quick contradict each other")
     return check.main(args.names, everything=args.all, full=args.full,
-                      use_cache=not args.no_cache, quick=args.quick)
+                      use_cache=not args.no_cache, quick=args.quick, record=args.record)

@@ -4,6 +4,8 @@ print their stored verdicts), add each to a tally, and summarise; and the
 CI form that 'lab test' runs.  What a leaf builds and how its warnings are
 judged stays in kernel/check.py."""
 
+import time
+
 from ..core import config
 from ..core.tally import Tally
 from ..core.util import LabError
@@ -12,9 +14,13 @@ from ..kernel import check as kcheck
 from . import committests, debianboot, mutation
 
 
-def check(v, tally, full=False, use_cache=True, quick=False):
+def check(v, tally, full=False, use_cache=True, quick=False, records=False,
+          record=False):
     """Run one leaf (or print its stored verdict) and add it to the tally;
-    quick builds a lab variant's QUICK_DIRS only (kcheck.variant_dirs())."""
+    quick builds a lab variant's QUICK_DIRS only (kcheck.variant_dirs()).
+    With records, a verdict kept in the repository under the same key
+    (kcheck.load_record()) stands for the leaf; with record, a verdict
+    judged here is kept there too."""
     t = kcheck.TARGETS[v.arch]
     if v.base == "each-commit":
         stamp = config.source_tree("bisect") / f"out-{v.arch}-default" / kcheck.STAMP
@@ -41,6 +47,14 @@ def check(v, tally, full=False, use_cache=True, quick=False):
         if hit:
             report(tally, v, hit, cached=True)
             return
+        kept = kcheck.load_record(v, key) if use_cache and records else None
+        if kept:
+            where = kcheck.record_path(v)
+            if where.is_relative_to(config.REPO):
+                where = where.relative_to(config.REPO)
+            report(tally, v, kept["result"], cached=f"judged {kept['stored']}, kept in {where}")
+            return
+        started = time.monotonic()
         missing = kcheck.needs(v, t)
         if missing:
             raise LabError(f"{', '.join(missing)} not found; run 'lab deps --install'")
@@ -64,13 +78,18 @@ def check(v, tally, full=False, use_cache=True, quick=False):
         report(tally, v, kcheck.verdict("fail", str(e).splitlines()[0], str(e)))
         return
     kcheck.save_stamp(stamp, key, result, inputs)
+    if record:
+        kcheck.save_record(v, key, result, inputs, time.monotonic() - started)
     report(tally, v, result)
 
 
 def report(tally, v, result, cached=False):
+    """Add a verdict's row; cached: True for a stamp of this machine, or
+    the words that say where a kept record came from."""
     detail = result["detail"]
     if cached:
-        detail = f"{detail}, cached" if detail else "cached"
+        how = "cached" if cached is True else cached
+        detail = f"{detail}, {how}" if detail else how
     tally.add(result["status"], v.leaf, detail)
     if result.get("no_sparse"):
         tally.add("skip", f"{v.leaf}/sparse", result["no_sparse"])
@@ -90,11 +109,14 @@ def ci_form(tally, use_cache=True):
             check(v, tally, use_cache=use_cache, quick=True)
 
 
-def main(names=None, everything=False, full=False, use_cache=True, quick=False):
-    """'lab check': the selected leaves, then the summary; the exit status."""
+def main(names=None, everything=False, full=False, use_cache=True, quick=False,
+         record=False):
+    """'lab check': the selected leaves, then the summary; the exit status.
+    A verdict kept in the repository stands for its leaf; with record,
+    each verdict judged here is kept there."""
     variants = kcheck.select(names, everything)
     source.apply()
     tally = Tally()
     for v in variants:
-        check(v, tally, full, use_cache, quick)
+        check(v, tally, full, use_cache, quick, records=True, record=record)
     return tally.finish(tally.save("check"))

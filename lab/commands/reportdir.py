@@ -16,10 +16,11 @@ from ..core import config
 from ..core.tally import info_path
 from ..core.util import LabError, say, warn
 from ..guest import workloads
-from ..kernel import distro
+from ..kernel import check as kcheck
+from ..kernel import distro, source
 from ..outputs import headline
 from ..outputs import history as history_md
-from ..outputs import jobtime, manifest, report, testsummary, workloadsdoc
+from ..outputs import checkrecords, jobtime, manifest, report, testsummary, workloadsdoc
 from . import here
 from .bench import in_series
 
@@ -81,7 +82,15 @@ def history():
     text = headline.replace_block(readme.read_text(), headline.readme_block(results))
     readme.write_text(jobtime.replace_block(text, jobtime.readme_block(results)))
     workloadsdoc.DOC.write_text(workloadsdoc.updated(workloadsdoc.DOC.read_text()))
-    say(f"wrote {out} and the headline tables of {readme}")
+    testing = config.REPO / "docs" / "testing.md"
+    testing.write_text(checkrecords.replace_block(testing.read_text(), check_records_block()))
+    say(f"wrote {out}, the headline tables of {readme} and the kept check verdicts "
+        f"of {testing}")
+
+
+def check_records_block():
+    """docs/testing.md's table of the check verdicts kept in the repository."""
+    return checkrecords.made([v.leaf for v in kcheck.VARIANTS], source.series_hash())
 
 
 def _json(f, kind, keys, given):

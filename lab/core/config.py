@@ -19,6 +19,9 @@ PATCHES = REPO / "patches"
 SERIES = PATCHES / "series"
 CONFIGS = REPO / "configs"
 GUEST = REPO / "guest"
+# 'lab check --record' keeps each leaf's verdict here, with the inputs it
+# was judged on, for a later 'lab check' on any machine (kernel/check.py).
+CHECK_RECORDS = REPO / "docs" / "results" / "check"
 
 FLAVOURS = ("stock", "patched")
 # Worktrees the lab builds beside the flavours, each the patched tree with

@@ -109,7 +109,8 @@ side of lab-pt-reclaim-off has the config of the lab's x86_64 stock
 kernel (stock has no PT_RECLAIM), so ccache already holds its objects.
 
 Caching: a leaf's verdict is stored in its patched build directory
-(.lab-check) with a key over the patched and stock HEADs, the series hash,
+(.lab-check) with a key over the patched and stock trees (git tree ids,
+which hold the content only), the series hash,
 the config inputs of both trees, the variant definition, whether it was
 a --full build, the toolchain (the first line of --version of the host's
 gcc, the arch's gcc and ld, and sparse where the leaf runs it), the lab's
@@ -118,6 +119,17 @@ table; the next run with the same key prints the stored verdict without
 building, and a change to any of them runs the leaf again.  A leaf whose
 builds did not run to the end (a missing compiler, a config line that did
 not stick, a failed download) is not stored.  --no-cache builds anyway.
+
+Records: 'lab check --record' also keeps each verdict it judges in the
+repository, docs/results/check/<arch>-<leaf>.json (record_path()), with the
+same key, its inputs, the date, the time it took and the lab commit.
+Every input of the key is content (trees, files, tool versions), so a
+record holds on any machine that has the same inputs: 'lab check' prints
+a record whose key matches as the leaf's verdict, with its date and file,
+and judges the leaf again when none matches.  That is how 'lab check
+--all', hours on two cores, can be judged over several runs and machines.
+'lab test' (CI) reads no record: its leaves are judged on the machine
+that runs it.
 """
 
 import dataclasses
@@ -127,6 +139,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -671,8 +684,11 @@ def extra_pass(t, flavour, build_out, objs, log, sparse=True):
 
 # --- a leaf ----------------------------------------------------------------
 
-def head(flavour):
-    return out(["git", "-C", str(config.source_tree(flavour)), "rev-parse", "HEAD"])
+def tree(flavour):
+    """The git tree id of a source tree's HEAD: its content alone, the same
+    on every machine that applies the same series to the same source (a
+    commit id also holds the time 'git am' ran)."""
+    return out(["git", "-C", str(config.source_tree(flavour)), "rev-parse", "HEAD^{tree}"])
 
 
 def stamp_key(inputs):
@@ -693,6 +709,36 @@ def save_stamp(path, key, result, inputs=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"key": key, "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
                                 "inputs": inputs, "result": result}, indent=1))
+
+
+def record_path(v):
+    """Where 'lab check --record' keeps a leaf's verdict in the repository."""
+    return config.CHECK_RECORDS / f"{v.arch}-{v.name}.json"
+
+
+def load_record(v, key):
+    """The verdict kept in the repository for leaf @v under @key, as stored
+    (its result, inputs, date and time taken), or None."""
+    path = record_path(v)
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text())
+    return stored if stored.get("key") == key else None
+
+
+def save_record(v, key, result, inputs, took):
+    """Keep a leaf's verdict in the repository: the key, the inputs it is
+    made of, the verdict, when it was judged, how long that took (seconds)
+    and the lab commit that judged it."""
+    path = record_path(v)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lab = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=12", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    path.write_text(json.dumps({"leaf": v.leaf, "key": key,
+                                "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                "took": round(took), "lab": lab, "inputs": inputs,
+                                "result": result}, indent=1) + "\n")
+    return path
 
 
 def verdict(status, detail="", error="", new=(), no_sparse="", known=()):
@@ -857,7 +903,7 @@ def tools(v, t):
 
 def stamp_inputs(v, t, full, quick=False):
     dirs = variant_dirs(v, quick)
-    inputs = {"patched": head("patched"), "stock": head("stock"),
+    inputs = {"patched": tree("patched"), "stock": tree("stock"),
               "series": source.series_hash(), "variant": dataclasses.asdict(v),
               "full": bool(full and dirs), "dirs": list(dirs),
               "tools": tools(v, t), "code": build.code_hash(CHECK_CODE)}
