@@ -83,9 +83,7 @@ def history():
     readme.write_text(jobtime.replace_block(text, jobtime.readme_block(results)))
     workloadsdoc.DOC.write_text(workloadsdoc.updated(workloadsdoc.DOC.read_text()))
     testing = config.REPO / "docs" / "testing.md"
-    if testing.exists():    # a scratch repository of a host test may have none
-        testing.write_text(checkrecords.replace_block(testing.read_text(),
-                                                      check_records_block()))
+    testing.write_text(checkrecords.replace_block(testing.read_text(), check_records_block()))
     say(f"wrote {out}, the headline tables of {readme} and the kept check verdicts "
         f"of {testing}")
 
