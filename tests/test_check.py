@@ -568,7 +568,78 @@ def test_a_change_to_the_labs_check_code_runs_a_leaf_again(leaf_runs, rel):
 
 def test_the_check_code_is_what_decides_a_verdict():
     assert set(CHECK_FILES) <= set(check.CHECK_CODE)
-    assert "KNOWN_FALSE = {" in (config.REPO / "lab/kernel/check.py").read_text()
+    # the known-false table is an input of its own, of the sparse leaves
+    assert "lab/kernel/knownfalse.py" not in check.CHECK_CODE
+    assert "KNOWN_FALSE = {" in (config.REPO / "lab/kernel/knownfalse.py").read_text()
+
+
+def test_a_new_known_false_entry_judges_only_the_leaves_that_compare_warnings(
+        leaf_runs, monkeypatch):
+    more = dict(check.KNOWN_FALSE, **{"sparse: mm/x.c: warning: y": "z"})
+    for leaf, again in (("arm64/lab-contpte-off", True), ("x86_64/each-commit", False)):
+        monkeypatch.setattr(check, "KNOWN_FALSE", dict(check.KNOWN_FALSE))
+        assert runs_again(variant(leaf), lambda: monkeypatch.setattr(
+            check, "KNOWN_FALSE", more)) == again, leaf
+
+
+@pytest.mark.parametrize("returncode, text", [
+    (-15, ""),
+    (2, "make[2]: *** [../scripts/Makefile.build:229: mm/rmap.o] Terminated\n"),
+    (2, "make: *** [Makefile:224: __sub-make] Killed\n"),
+    (1, "gcc: fatal error: Killed signal terminated program cc1\n"
+        "compilation terminated.\n"),
+    (2, "aarch64-linux-gnu-gcc: fatal error: Terminated signal terminated program cc1 \n"),
+])
+def test_a_make_stopped_from_outside_is_told_from_a_failure(returncode, text):
+    assert build.stopped(returncode, text)
+
+
+@pytest.mark.parametrize("text", [
+    "../mm/rmap.c:12:1: error: expected ';' before '}' token\n"
+    "make[3]: *** [../scripts/Makefile.build:229: mm/rmap.o] Error 1\n",
+    # a source line or message that only mentions the words
+    "../mm/oom_kill.c:9: warning: 'Killed' defined but not used\n",
+])
+def test_a_failed_make_is_not_taken_for_a_stopped_one(text):
+    assert build.stopped(2, text) == ""
+
+
+@pytest.mark.parametrize("leaf", ["arm64/lab-contpte-off", "x86_64/each-commit"])
+def test_a_build_stopped_from_outside_stores_no_verdict(leaf_runs, monkeypatch, leaf):
+    """A make killed part-way (the chain stopped, the OOM killer) is no
+    verdict on the series: the row fails and nothing is stored, so that
+    the next run builds the leaf again."""
+    def killed(*a, **k):
+        build.raise_if_stopped(-15, "", "build.log")
+    monkeypatch.setattr(check, "build_variant", killed)
+    monkeypatch.setattr(build, "each_commit", killed)
+    v = variant(leaf)
+    tally = Tally()
+    ccheck.check(v, tally, records=True, record=True)
+    assert tally.rows[-1][:2] == ("fail", v.leaf)
+    assert "stopped from outside" in tally.rows[-1][2]
+    assert not check.record_path(v).exists()
+    assert not list(config.WORK.rglob(check.STAMP + "*"))
+
+
+def test_a_make_stopped_from_outside_ends_the_check_build(work, monkeypatch, tmp_path):
+    """check.make() itself: a make whose job was killed raises, where a
+    failed compile returns False (a FAIL verdict)."""
+    log = tmp_path / "check.log"
+    log.write_text("earlier output: make: *** [Makefile:1: x] Terminated\n")
+    t = check.TARGETS["x86_64"]
+    monkeypatch.setattr(build, "make_cmd", lambda *a, **k: ["make"])
+    def fake_run(cmd, log, **k):
+        with open(log, "a") as f:
+            f.write(text)
+        return subprocess.CompletedProcess(cmd, rc)
+    monkeypatch.setattr(check, "run", fake_run)
+    rc, text = 2, "x.c:1:1: error: no\nmake: *** [Makefile:1: x.o] Error 1\n"
+    # the earlier make's stop in the same log is not this make's
+    assert check.make(t, "patched", tmp_path, ["x.o"], log) is False
+    rc, text = 2, "make[1]: *** [Makefile:1: x.o] Killed\n"
+    with pytest.raises(LabError, match="stopped from outside"):
+        check.make(t, "patched", tmp_path, ["x.o"], log)
 
 
 def test_a_stored_verdict_records_its_inputs(leaf_runs):

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -217,6 +218,32 @@ def configure(arch_name, variant, flavour, log):
     stamped_config(out, config_hash(arch_name, variant, flavour),
                    lambda: write_config(arch_name, variant, flavour, out, log))
     return out
+
+
+# What make and gcc print when a job was ended by a signal from outside
+# (a kill, the OOM killer, Ctrl-C): the build was stopped, it did not fail.
+STOPPED = re.compile(r"^(?:make(?:\[\d+\])?: \*\*\* \[.*\] (?:Terminated|Killed|Interrupt|Hangup)"
+                     r"|\S+: fatal error: (?:Killed|Terminated|Interrupt|Hangup) signal "
+                     r"terminated program \S+)\s*$", re.M)
+
+
+def stopped(returncode, text):
+    """Why a make that exited with @returncode and printed @text was stopped
+    from outside (a signal to make or to one of its jobs), or "" when it
+    ran to its end, failed or not."""
+    if returncode < 0:
+        return f"make ended by {signal.Signals(-returncode).name}"
+    m = STOPPED.search(text)
+    return m.group(0).strip() if m else ""
+
+
+def raise_if_stopped(returncode, text, log):
+    """LabError when a failed make was stopped from outside (stopped()): no
+    verdict on the source can come from it, so nothing is to be stored."""
+    why = stopped(returncode, text)
+    if why:
+        raise LabError(f"build stopped from outside, not failed: {why} (log: {log}); "
+                       "no verdict is stored")
 
 
 def first_error(log):
@@ -458,8 +485,12 @@ def each_commit(arch_name, variant="default"):
             run(base + ["tinyconfig"], env=env, log=log)
         merge_fragments(base, tree, out, frags, env, log)
         (out / CONFIG_STAMP).write_text(want + "\n")
+        start = log.stat().st_size
         p = run(base, env=env, log=log, check=False)
         ok = p.returncode == 0
+        if not ok:
+            raise_if_stopped(p.returncode, log.read_bytes()[start:].decode(errors="replace"),
+                             log)
         say(f"{'builds' if ok else 'FAILS '} {arch_name}: {c[:12]} {subject}")
         if ok:
             built.mkdir(exist_ok=True)

@@ -114,11 +114,14 @@ which hold the content only), the series hash,
 the config inputs of both trees, the variant definition, whether it was
 a --full build, the toolchain (the first line of --version of the host's
 gcc, the arch's gcc and ld, and sparse where the leaf runs it), the lab's
-own check code (CHECK_CODE, which holds KNOWN_FALSE) and the known-false
-table; the next run with the same key prints the stored verdict without
-building, and a change to any of them runs the leaf again.  A leaf whose
-builds did not run to the end (a missing compiler, a config line that did
-not stick, a failed download) is not stored.  --no-cache builds anyway.
+own check code (CHECK_CODE) and, for the leaves that compare warnings,
+the known-false table (knownfalse.py, kept outside CHECK_CODE so that a
+new entry judges only those leaves again); the next run with the same key
+prints the stored verdict without building, and a change to any of them
+runs the leaf again.  A leaf whose builds did not run to the end (a
+missing compiler, a config line that did not stick, a failed download, a
+make or compiler ended by a signal from outside) is not stored.
+--no-cache builds anyway.
 
 Records: 'lab check --record' also keeps each verdict it judges in the
 repository, docs/results/check/<arch>-<leaf>.json (record_path()), with the
@@ -147,6 +150,7 @@ from pathlib import Path
 from ..core import config
 from ..core.util import LabError, out, run, say
 from . import build, debian, modsyms, source
+from .knownfalse import KNOWN_FALSE
 
 
 @dataclass(frozen=True)
@@ -504,8 +508,10 @@ def make(t, flavour, build_out, targets, log, extra=()):
     env = dict(os.environ, **build.BUILD_ENV)
     targets = list(targets)
     for i in range(0, max(len(targets), 1), GOALS_PER_MAKE):
+        start = log.stat().st_size if log.exists() else 0
         p = run(cmd + targets[i:i + GOALS_PER_MAKE], env=env, log=log, check=False)
         if p.returncode != 0:
+            build.raise_if_stopped(p.returncode, log_since(log, start), log)
             return False
     return True
 
@@ -578,72 +584,6 @@ def record_warnings(build_out, text):
     return merged(rec)
 
 
-# New warnings that are known to be false, in normalise() form, each with
-# the reason.  A leaf lists them ('known: ...') and still passes; any other
-# new warning fails it.  An entry names one function in one file, so a
-# second warning of the same kind elsewhere is new.
-KNOWN_FALSE = {
-    "sparse: mm/pt_reclaim.c: warning: context imbalance in 'try_to_free_pte' "
-    "- unexpected unlock":
-        "sparse cannot see the RCU read lock that pte_offset_map_rw_nolock() "
-        "takes (out of line, unannotated, as 6.12's pte_offset_map*() are) and "
-        "sees pte_unmap() release it; stock 6.12 reports the same in every mm/ "
-        "function that unmaps a page table it mapped (zap_pte_range(), "
-        "copy_pte_range(), move_pages_pte(), ...)",
-    "sparse: mm/mprotect_batch.c: warning: context imbalance in 'mprotect_starts_large' "
-    "- unexpected unlock":
-        "the same false report as stock 6.12's for change_pte_range(): "
-        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight and "
-        "pte_unmap_unlock() releases it (mprotect_batch's look at the first "
-        "present PTE of a page table, under its lock)",
-    "sparse: mm/mprotect_batch.c: warning: context imbalance in 'change_pte_range_batched' "
-    "- unexpected unlock":
-        "the same false report for the batched copy of change_pte_range() "
-        "(mprotect_batch), which stock 6.12 gets for change_pte_range() itself: "
-        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
-    "sparse: mm/mprotect_batch.c: warning: context imbalance in 'change_pte_range' "
-    "- unexpected unlock":
-        "stock 6.12's own false report for change_pte_range(), in the copy of "
-        "it that mprotect_batch's walk keeps beside the batched one for page "
-        "tables of small folios: pte_offset_map_lock() takes the RCU read "
-        "lock out of sparse's sight",
-    "sparse: mm/mremap.c: warning: context imbalance in 'move_ptes_batched' "
-    "- unexpected unlock":
-        "stock 6.12's false report for move_ptes(), in the batched copy of its "
-        "body that mremap_batch moves a range with a contiguous block by "
-        "(0055): pte_offset_map_lock() takes the RCU read lock out of sparse's "
-        "sight and pte_unmap_unlock() releases it",
-    "sparse: mm/mincore.c: warning: context imbalance in 'mincore_pte_range_one' "
-    "- unexpected unlock":
-        "stock 6.12's false report for mincore_pte_range(), in the copy of its "
-        "walk that mincore_batch (0044) calls with the switch off: "
-        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
-    "sparse: mm/mincore.c: warning: context imbalance in "
-    "'mincore_pte_range_batched' - unexpected unlock":
-        "the same report for the batched copy of mincore_pte_range() (0044)",
-    "sparse: mm/mempolicy.c: warning: context imbalance in "
-    "'queue_folios_pte_range_one' - unexpected unlock":
-        "stock 6.12's false report for queue_folios_pte_range(), in the copy of "
-        "its walk that mbind_batch (0045) calls with the switch off: "
-        "pte_offset_map_lock() takes the RCU read lock out of sparse's sight",
-    "sparse: mm/mempolicy.c: warning: context imbalance in "
-    "'queue_folios_pte_range_batched' - unexpected unlock":
-        "the same report for the batched copy of queue_folios_pte_range() (0045)",
-    "sparse: mm/swapfile.c: warning: context imbalance in "
-    "'__swap_duplicate_nr_fast' - different lock contexts for basic block":
-        "stock 6.12's false report for __swap_entry_free() and the other "
-        "users of lock_cluster_or_swap_info(): it takes the cluster lock or, "
-        "without clusters, the swap device's, and sparse cannot follow "
-        "which one unlock_cluster_or_swap_info() releases "
-        "(swap_duplicate_nr()'s locked pass, 0049)",
-    "sparse: arch/x86/include/asm/paravirt.h: warning: context imbalance in "
-    "'change_pte_range_batched' - unexpected unlock":
-        "the report above, placed where CONFIG_PARAVIRT_XXL (Debian's x86 "
-        "config, for Xen PV) puts the function's last call, "
-        "arch_leave_lazy_mmu_mode(); stock 6.12 gets it there for "
-        "change_pte_range() and remap_pte_range()",
-}
-
 
 def new_warnings(stock, patched):
     """Lines of the warnings patched has and stock has not, sorted; the
@@ -696,19 +636,33 @@ def stamp_key(inputs):
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
-def load_stamp(path, key):
-    """The verdict stored under key, or None."""
+def _load(path, key):
+    """What a stamp or record file holds, if it was stored under key."""
     if not path.exists():
         return None
     stored = json.loads(path.read_text())
-    return stored["result"] if stored.get("key") == key else None
+    return stored if stored.get("key") == key else None
+
+
+def _save(path, key, result, inputs, **extra):
+    """Write a stamp or record: the key, when it was stored, @extra, the
+    inputs the key was made of and the verdict."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                **extra, "inputs": inputs, "result": result},
+                               indent=1) + "\n")
+    return path
+
+
+def load_stamp(path, key):
+    """The verdict stored under key, or None."""
+    stored = _load(path, key)
+    return stored["result"] if stored else None
 
 
 def save_stamp(path, key, result, inputs=None):
     """Store a verdict under key, with the inputs the key was made of."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key, "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                "inputs": inputs, "result": result}, indent=1))
+    return _save(path, key, result, inputs)
 
 
 def record_path(v):
@@ -719,26 +673,16 @@ def record_path(v):
 def load_record(v, key):
     """The verdict kept in the repository for leaf @v under @key, as stored
     (its result, inputs, date and time taken), or None."""
-    path = record_path(v)
-    if not path.exists():
-        return None
-    stored = json.loads(path.read_text())
-    return stored if stored.get("key") == key else None
+    return _load(record_path(v), key)
 
 
 def save_record(v, key, result, inputs, took):
     """Keep a leaf's verdict in the repository: the key, the inputs it is
     made of, the verdict, when it was judged, how long that took (seconds)
     and the lab commit that judged it."""
-    path = record_path(v)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lab = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=12", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
-    path.write_text(json.dumps({"leaf": v.leaf, "key": key,
-                                "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                "took": round(took), "lab": lab, "inputs": inputs,
-                                "result": result}, indent=1) + "\n")
-    return path
+    return _save(record_path(v), key, result, inputs, leaf=v.leaf, took=round(took), lab=lab)
 
 
 def verdict(status, detail="", error="", new=(), no_sparse="", known=()):
@@ -885,8 +829,9 @@ def failed_build(log, stock_log=None):
 # stored verdict without one of them is stale.
 CHECKS = ["module symbols (Module.symvers)"]
 
-# The lab's own code that decides a leaf's verdict (KNOWN_FALSE is in
-# check.py): a stored verdict holds only for the code that judged it.
+# The lab's own code that decides a leaf's verdict: a stored verdict
+# holds only for the code that judged it.  The known-false table is an
+# input of its own (stamp_inputs()), of the leaves that compare warnings.
 CHECK_CODE = ("lab/kernel/check.py", "lab/kernel/modsyms.py", "lab/kernel/build.py",
               "lab/commands/check.py")
 
