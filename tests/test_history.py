@@ -58,6 +58,7 @@ def test_lab_report_history_writes_nothing_into_a_stored_measurement(tmp_path,
     shutil.copytree(RESULTS, tmp_path / "docs" / "results")
     shutil.copy(config.REPO / "README.md", tmp_path / "README.md")
     shutil.copy(config.REPO / "docs" / "testing.md", tmp_path / "docs" / "testing.md")
+    shutil.copy(config.REPO / "docs" / "known-costs.md", tmp_path / "docs" / "known-costs.md")
     results = tmp_path / "docs" / "results"
     before = _stored_files(results)
     monkeypatch.setattr(reportdir.config, "REPO", tmp_path)

@@ -142,12 +142,13 @@ def test_a_measurement_without_a_manifest_is_marked(tmp_path):
 
 
 def _repo(tmp_path, monkeypatch, headline_toml):
-    """A copy of the lab's README, docs/testing.md and docs/results with
+    """A copy of the lab's README, docs/testing.md, docs/known-costs.md and docs/results with
     headline_toml, as config.REPO of 'lab report --history'."""
     results = tmp_path / "docs" / "results"
     shutil.copytree(RESULTS, results)
     shutil.copy(config.REPO / "README.md", tmp_path / "README.md")
     shutil.copy(config.REPO / "docs" / "testing.md", tmp_path / "docs" / "testing.md")
+    shutil.copy(config.REPO / "docs" / "known-costs.md", tmp_path / "docs" / "known-costs.md")
     (tmp_path / "docs" / "results.md").write_text("old\n")
     (results / headline.DECLARATIONS).write_text(headline_toml)
     monkeypatch.setattr(reportdir.config, "REPO", tmp_path)

@@ -156,7 +156,7 @@ def test_one_spread_convention_in_figures_noise_and_legends(tmp_path):
     assert "| 1,050 ns ±4.76% | 1,100 ns ±5.45% | +4.8% (noise) |" in row, row
     assert cell.startswith("DIFFERS")
     # the legends say that rule and no other
-    block = headline.readme_block(tmp_path)
+    block = headline.controls_block(tmp_path)
     assert "± half their min-max spread" in block
     assert "'(noise)' when it is within the larger ± of the two" in block
     assert "whatever their spread" in block and "OK within" not in block

@@ -29,6 +29,22 @@ MEASURED = re.compile(
 def test_the_readme_states_the_tables_the_stored_runs_make():
     readme = (config.REPO / "README.md").read_text()
     assert headline.readme_block(RESULTS) in readme
+    costs = (config.REPO / "docs" / "known-costs.md").read_text()
+    assert headline.controls_block(RESULTS) in costs
+
+
+def test_the_controls_are_in_the_docs_not_the_readme():
+    """The README holds the gains and a short legend; the controls, with
+    links that resolve from docs/, and the whole legend are in
+    docs/known-costs.md."""
+    readme, costs = headline.readme_block(RESULTS), headline.controls_block(RESULTS)
+    assert "switch on vs stock" not in readme and "it should cost nothing" not in readme
+    assert "docs/known-costs.md#controls" in readme
+    assert "it should cost nothing" in costs and headline.LEGEND in costs
+    links = re.findall(r"\]\(([^)]+)\)", costs)
+    assert links and all(l.startswith("results/") for l in links)
+    for link in set(links):
+        assert (config.REPO / "docs" / link).exists(), link
 
 
 def test_no_measured_figure_outside_the_blocks_the_lab_makes():
@@ -196,14 +212,12 @@ def test_the_controls_compare_the_default_with_stock():
     """Each control row gives switch on against stock beside switch off vs
     on, computed from the same runs: doubling stock's runs of one control
     moves that cell and no other."""
-    block = headline.readme_block(RESULTS)
-    controls = block.split("it should cost nothing", 1)[1]
+    controls = headline.controls_block(RESULTS)
     assert "| change | switch on vs stock | switch off vs stock |" in controls
     rows = [line for line in controls.splitlines()
             if line.startswith("|") and "mprotect-4k:" in line]
     assert rows and all(line.count("|") == 11 for line in rows)
-    gains = block.split("it should cost nothing", 1)[0]
-    assert "switch on vs stock" not in gains
+    assert "switch on vs stock" not in headline.readme_block(RESULTS)
 
 
 def test_switch_on_vs_stock_follows_the_stock_runs(tmp_path):
@@ -215,7 +229,7 @@ def test_switch_on_vs_stock_follows_the_stock_runs(tmp_path):
     runs = json.loads((d / fig.results / "runs.json").read_text())
 
     def cell():
-        row = [line for line in headline.readme_block(d).splitlines()
+        row = [line for line in headline.controls_block(d).splitlines()
                if "| x86_64 | mprotect-4k:" in line][0]
         return row.split("|")[8].strip()
 

@@ -8,8 +8,10 @@ functions (median, ± half the min-max spread, change against switch
 off, the switch-off-against-stock check of the figure's measure and of
 the workload's time and counters) and makes two Markdown tables:
 the gains, and the controls where a series cannot batch.  'lab report
---history' puts them into README.md between BEGIN and END; a host test
-fails when the README's tables are not the ones the declarations make.
+--history' puts the gains into README.md between BEGIN and END, and the
+controls with the whole legend into docs/known-costs.md between
+CONTROLS_BEGIN and CONTROLS_END; a host test fails when either table is
+not the one the declarations make.
 """
 
 import json
@@ -24,6 +26,10 @@ from . import blocks, history, manifest, stats, tables
 
 BEGIN = "<!-- headline: made by 'lab report --history' from docs/results/headline.toml; do not edit -->"
 END = "<!-- /headline -->"
+# the controls and the whole legend, in docs/known-costs.md
+CONTROLS_BEGIN = ("<!-- controls: made by 'lab report --history' from "
+                  "docs/results/headline.toml; do not edit -->")
+CONTROLS_END = "<!-- /controls -->"
 DECLARATIONS = "headline.toml"
 # what the link of a figure from a measurement stored without a manifest says
 NO_MANIFEST = "no manifest"
@@ -178,7 +184,7 @@ def _when(name, runs):
     return f"{name[:10]}, {scale}"
 
 
-def _row(results_dir, fig, cache, on_vs_stock=False):
+def _row(results_dir, fig, cache, on_vs_stock=False, base="docs/results"):
     if fig.workload not in workloads.BY_NAME:
         raise LabError(f"headline.toml: {fig.workload} is not a workload of this lab")
     w = workloads.BY_NAME[fig.workload]
@@ -187,7 +193,7 @@ def _row(results_dir, fig, cache, on_vs_stock=False):
                        f"(its modes: {', '.join(w.modes)})")
     m = _stored(results_dir, fig.results, cache)
     what = f"{fig.workload}: {_label(fig)}" + (f" ({fig.mode})" if fig.mode != "on" else "")
-    link = f"[{_when(fig.results, m.runs)}](docs/results/{fig.results}/report.md)" + \
+    link = f"[{_when(fig.results, m.runs)}]({base}/{fig.results}/report.md)" + \
         ("" if m.manifest else f" ({NO_MANIFEST})")
     bad = tables.failed_sides(m.failed, fig.arch, w, fig.mode)
     if bad:
@@ -215,7 +221,8 @@ def _row(results_dir, fig, cache, on_vs_stock=False):
             f"{stats.change(off, on)} | {vs_stock}{_off_vs_stock(m, fig)} | {link} |")
 
 
-def _table(results_dir, series, figures, cache, upstream, on_vs_stock=False):
+def _table(results_dir, series, figures, cache, upstream, on_vs_stock=False,
+           base="docs/results"):
     """The Markdown table of @figures: with @upstream, upstream's figure in
     a last column; with @on_vs_stock (the controls), the change of switch
     on against stock beside the change against switch off."""
@@ -229,42 +236,65 @@ def _table(results_dir, series, figures, cache, upstream, on_vs_stock=False):
         for i, fig in enumerate(mine):
             first = i == 0
             row = (f"| {name if first else ''} | {f'`{switch}`' if first else ''} "
-                   + _row(results_dir, fig, cache, on_vs_stock))
+                   + _row(results_dir, fig, cache, on_vs_stock, base))
             rows.append(row + (f" {up if first else ''} |" if upstream else ""))
     return "\n".join(rows)
 
 
+# the whole legend of both tables (docs/known-costs.md's block)
+LEGEND = (
+    "Each figure is the median of the runs of one mode, ± half their min-max "
+    "spread; times are instruction-time (guest time under QEMU `-icount`, 1 ns "
+    "per guest instruction, independent of the host); the change is switch "
+    "off -> on, same kernel, same boots (both modes run in each), and '(noise)' "
+    "when it is within the larger ± of the two; 'switch off vs stock' is the "
+    "bench's check of the workload's whole time and of the row's measure, each "
+    "on a line of its own: DIFFERS when the ranges (min..max) of switch off's "
+    "and stock's runs, each side's from two boots, do not overlap, whatever "
+    "their spread, no verdict when they overlap and a side's "
+    f"runs vary by more than ±{stats.SPREAD_TOLERANCE:.0%}, OK when they overlap "
+    "and neither does; and of the workload's compared counters, each more than "
+    f"{stats.COUNTER_TOLERANCE:.0%} from stock's on a line of its own with both "
+    "medians (DIFFERS). A measurement is refused, and gives no figure, when "
+    "its bench failed, when its runs.json no longer matches the sha256 its "
+    "manifest.json records, or when its runs.json and boots.json disagree on "
+    f"run counts; '{NO_MANIFEST}': stored before benches recorded one, its run "
+    "counts agree but its runs.json cannot be checked against a sha256. "
+    "Upstream's figures were measured on real hardware at a larger scale: "
+    "compare direction and rough size, not values.")
+
+
 def readme_block(results_dir):
-    """The README's headline lines: the gains (with upstream's figures
-    beside them) and the controls, each figure computed from its runs."""
+    """The README's headline lines: a short legend and the gains, with
+    upstream's figures beside them, each figure computed from its runs;
+    the controls and the whole legend are controls_block()'s."""
     series, figures = declared(results_dir)
-    cache = {}
-    gains = _table(results_dir, series, [f for f in figures if not f.control], cache, 1)
-    controls = _table(results_dir, series, [f for f in figures if f.control], cache, 0,
-                      on_vs_stock=True)
+    gains = _table(results_dir, series, [f for f in figures if not f.control], {}, 1)
     return "\n".join([
         BEGIN,
-        "Each figure is the median of the runs of one mode, ± half their min-max "
-        "spread; times are instruction-time (guest time under QEMU `-icount`, 1 ns "
-        "per guest instruction, independent of the host); the change is switch "
-        "off -> on, same kernel, same boots (both modes run in each), and '(noise)' "
-        "when it is within the larger ± of the two; 'switch off vs stock' is the "
-        "bench's check of the workload's whole time and of the row's measure, each "
-        "on a line of its own: DIFFERS when the ranges (min..max) of switch off's "
-        "and stock's runs, each side's from two boots, do not overlap, whatever "
-        "their spread, no verdict when they overlap and a side's "
-        f"runs vary by more than ±{stats.SPREAD_TOLERANCE:.0%}, OK when they overlap "
-        "and neither does; and of the workload's compared counters, each more than "
-        f"{stats.COUNTER_TOLERANCE:.0%} from stock's on a line of its own with both "
-        "medians (DIFFERS). A measurement is refused, and gives no figure, when "
-        "its bench failed, when its runs.json no longer matches the sha256 its "
-        "manifest.json records, or when its runs.json and boots.json disagree on "
-        f"run counts; '{NO_MANIFEST}': stored before benches recorded one, its run "
-        "counts agree but its runs.json cannot be checked against a sha256. "
-        "Upstream's figures were measured on real hardware at a larger scale: "
-        "compare direction and rough size, not values.",
+        "Median ± half the min-max spread of one mode's runs, in instruction-time "
+        "(guest time under QEMU `-icount`); the change is switch off -> on in the "
+        "same boots, '(noise)' within the larger ±; 'switch off vs stock': OK, "
+        "DIFFERS (the ranges of switch off's and stock's runs do not overlap) or "
+        f"no verdict (they overlap, and runs vary by more than "
+        f"±{stats.SPREAD_TOLERANCE:.0%}). The whole legend, and the controls where "
+        "a series cannot batch, with the default against stock: "
+        "[docs/known-costs.md](docs/known-costs.md#controls).",
         "",
         gains,
+        END])
+
+
+def controls_block(results_dir):
+    """docs/known-costs.md's lines: the whole legend of both tables and the
+    controls, where a series cannot batch, with switch on (the default)
+    against stock beside switch off against on."""
+    series, figures = declared(results_dir)
+    controls = _table(results_dir, series, [f for f in figures if f.control], {}, 0,
+                      on_vs_stock=True, base="results")
+    return "\n".join([
+        CONTROLS_BEGIN,
+        LEGEND,
         "",
         "Where a series cannot batch (small folios, mixed layouts, old entries, "
         "moves whose time is the copy), it should cost nothing; 'switch on vs "
@@ -272,13 +302,19 @@ def readme_block(results_dir):
         "same measure:",
         "",
         controls,
-        END])
+        CONTROLS_END])
 
 
 def replace_block(text, block):
     """text with its headline block replaced by block (ValueError if it has
     none)."""
     return blocks.replace(text, BEGIN, END, block, "headline")
+
+
+def replace_controls(text, block):
+    """text with its controls block replaced by block (ValueError if it has
+    none)."""
+    return blocks.replace(text, CONTROLS_BEGIN, CONTROLS_END, block, "controls")
 
 
 def not_current(results_dir, tree):
