@@ -761,24 +761,32 @@ def test_testing_md_shows_the_kept_records():
     text = (config.REPO / "docs/testing.md").read_text()
     made = checkrecords.block([v.leaf for v in check.VARIANTS],
                               checkrecords.load(config.REPO / "docs/results/check"),
-                              check.source.series_hash())
+                              check.source.series_hash(),
+                              build.code_hash(check.CHECK_CODE))
     assert made in text, "run 'lab report --history'"
 
 
-def test_the_records_table_counts_a_pass_on_this_series_only(tmp_path):
+def test_the_records_table_counts_a_pass_on_this_series_and_code_only(tmp_path):
+    """A kept PASS counts only when judged on the series in patches/ now
+    and by the check code now: a record of other check code is run again
+    by the next 'lab check', and its row says so."""
     from lab.outputs import checkrecords
-    leaves = ["check/a/x", "check/a/y", "check/a/z"]
-    rec = lambda leaf, status, series: {"leaf": leaf, "stored": "2026-12-01 09:00:00",
-                                        "took": 61, "inputs": {"series": series},
-                                        "result": {"status": status, "detail": ""}}
-    for n, r in enumerate([rec("check/a/x", "pass", "s1"), rec("check/a/y", "pass", "s0"),
+    leaves = ["check/a/w", "check/a/x", "check/a/y", "check/a/z"]
+    rec = lambda leaf, status, series, code="c1": {
+        "leaf": leaf, "stored": "2026-12-01 09:00:00", "took": 61,
+        "inputs": {"series": series, "code": code},
+        "result": {"status": status, "detail": ""}}
+    for n, r in enumerate([rec("check/a/w", "pass", "s1", "c0"),
+                           rec("check/a/x", "pass", "s1"), rec("check/a/y", "pass", "s0"),
                            rec("check/a/z", "fail", "s1")]):
         (tmp_path / f"{n}.json").write_text(json.dumps(r))
-    text = checkrecords.block(leaves, checkrecords.load(tmp_path), "s1")
-    assert "1 of 3 leaves" in text
-    assert "| `check/a/y` | PASS | 2026-12-01 09:00:00 | 1m01s | no, series s0 |" in text
+    text = checkrecords.block(leaves, checkrecords.load(tmp_path), "s1", "c1")
+    assert "1 of 4 leaves" in text
+    assert "| `check/a/w` | PASS | 2026-12-01 09:00:00 | 1m01s | yes | no, code c0 |" in text
+    assert "| `check/a/x` | PASS | 2026-12-01 09:00:00 | 1m01s | yes | yes |" in text
+    assert "| `check/a/y` | PASS | 2026-12-01 09:00:00 | 1m01s | no, series s0 | yes |" in text
     assert "| `check/a/z` | FAIL |" in text
-    assert checkrecords.block(leaves, {}, "s1").count("none kept") == 3
+    assert checkrecords.block(leaves, {}, "s1", "c1").count("none kept") == 4
 
 
 def test_a_new_compiler_writes_a_leafs_config_again(work, monkeypatch):

@@ -8,6 +8,7 @@ import shutil
 
 from lab.core import config
 from lab.outputs import history
+from scratchrepo import report_repo
 
 RESULTS = config.REPO / "docs" / "results"
 
@@ -54,12 +55,7 @@ def _stored_files(results):
 def test_lab_report_history_writes_nothing_into_a_stored_measurement(tmp_path,
                                                                       monkeypatch):
     from lab.commands import reportdir
-    (tmp_path / "docs").mkdir()
-    shutil.copytree(RESULTS, tmp_path / "docs" / "results")
-    shutil.copy(config.REPO / "README.md", tmp_path / "README.md")
-    shutil.copy(config.REPO / "docs" / "testing.md", tmp_path / "docs" / "testing.md")
-    shutil.copy(config.REPO / "docs" / "known-costs.md", tmp_path / "docs" / "known-costs.md")
-    results = tmp_path / "docs" / "results"
+    results = report_repo(tmp_path)
     before = _stored_files(results)
     monkeypatch.setattr(reportdir.config, "REPO", tmp_path)
     reportdir.history()

@@ -21,6 +21,7 @@ from lab.core.util import LabError
 from lab.outputs import headline, history, manifest
 from test_bench_state import bench_lines, mremap4k
 from test_bench_verdict import _bench
+from scratchrepo import report_repo
 
 RESULTS = config.REPO / "docs" / "results"
 STORED = "2026-11-27-1524-mprotect-numa-quick"
@@ -142,13 +143,9 @@ def test_a_measurement_without_a_manifest_is_marked(tmp_path):
 
 
 def _repo(tmp_path, monkeypatch, headline_toml):
-    """A copy of the lab's README, docs/testing.md, docs/known-costs.md and docs/results with
-    headline_toml, as config.REPO of 'lab report --history'."""
-    results = tmp_path / "docs" / "results"
-    shutil.copytree(RESULTS, results)
-    shutil.copy(config.REPO / "README.md", tmp_path / "README.md")
-    shutil.copy(config.REPO / "docs" / "testing.md", tmp_path / "docs" / "testing.md")
-    shutil.copy(config.REPO / "docs" / "known-costs.md", tmp_path / "docs" / "known-costs.md")
+    """scratchrepo.report_repo() with headline_toml, as config.REPO of 'lab
+    report --history'."""
+    results = report_repo(tmp_path)
     (tmp_path / "docs" / "results.md").write_text("old\n")
     (results / headline.DECLARATIONS).write_text(headline_toml)
     monkeypatch.setattr(reportdir.config, "REPO", tmp_path)

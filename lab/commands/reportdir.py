@@ -17,7 +17,7 @@ from ..core.tally import info_path
 from ..core.util import LabError, say, warn
 from ..guest import workloads
 from ..kernel import check as kcheck
-from ..kernel import distro, source
+from ..kernel import build, distro, source
 from ..outputs import headline
 from ..outputs import history as history_md
 from ..outputs import checkrecords, jobtime, manifest, report, testsummary, workloadsdoc
@@ -93,7 +93,8 @@ def history():
 
 def check_records_block():
     """docs/testing.md's table of the check verdicts kept in the repository."""
-    return checkrecords.made([v.leaf for v in kcheck.VARIANTS], source.series_hash())
+    return checkrecords.made([v.leaf for v in kcheck.VARIANTS], source.series_hash(),
+                             build.code_hash(kcheck.CHECK_CODE))
 
 
 def _json(f, kind, keys, given):

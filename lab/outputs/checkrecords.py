@@ -3,7 +3,9 @@
 docs/results/check/ ('lab check --record'), one row per leaf of
 kernel/check.py, for docs/testing.md ('lab report --history' writes the
 block; a host test checks it).  A row says whether its verdict was
-judged on the series in patches/ now (the record's series hash), so the
+judged on the series in patches/ now (the record's series hash) and by
+the lab's check code as it is now (the record's code hash: a record
+judged by other code is run again by the next 'lab check'), so the
 table shows at a glance how much of 'lab check --all' holds for it."""
 
 import json
@@ -26,27 +28,32 @@ def load(records_dir):
     return kept
 
 
-def block(leaves, kept, series):
+def block(leaves, kept, series, code):
     """The markdown block: a row per leaf of @leaves (kernel/check.py's
     order) with its kept verdict, or none; @series: the series hash of
-    patches/ now."""
-    rows = ["| leaf | verdict | judged | took | on the series in patches/ |",
-            "|---|---|---|---|---|"]
+    patches/ now; @code: the hash of the lab's check code now
+    (check.CHECK_CODE)."""
+    rows = ["| leaf | verdict | judged | took | on the series in patches/ "
+            "| by the check code now |",
+            "|---|---|---|---|---|---|"]
     current = 0
     for leaf in leaves:
         r = kept.get(leaf)
         if r is None:
-            rows.append(f"| `{leaf}` | none kept | | | |")
+            rows.append(f"| `{leaf}` | none kept | | | | |")
             continue
         status = r["result"]["status"].upper()
         detail = r["result"].get("detail") or ""
         verdict = f"{status}, {detail}" if detail else status
         here = r["inputs"].get("series") == series
-        current += here and r["result"]["status"] == "pass"
+        same = r["inputs"].get("code") == code
+        current += here and same and r["result"]["status"] == "pass"
         rows.append(f"| `{leaf}` | {verdict} | {r['stored']} | {mmss(r['took'])} | "
-                    f"{'yes' if here else 'no, series ' + r['inputs'].get('series', '?')} |")
+                    f"{'yes' if here else 'no, series ' + r['inputs'].get('series', '?')} | "
+                    f"{'yes' if same else 'no, code ' + r['inputs'].get('code', '?')} |")
     head = (f"{current} of {len(leaves)} leaves of `lab check --all` have a kept PASS "
-            f"judged on the series in patches/ now (series {series}).")
+            f"judged on the series in patches/ now (series {series}) by the lab's "
+            f"check code now (code {code}).")
     return "\n".join([BEGIN, head, "", *rows, END])
 
 
@@ -54,6 +61,6 @@ def replace_block(text, new):
     return blocks.replace(text, BEGIN, END, new, "check-records")
 
 
-def made(leaves, series):
+def made(leaves, series, code):
     """The block the records kept in the repository make now."""
-    return block(leaves, load(config.CHECK_RECORDS), series)
+    return block(leaves, load(config.CHECK_RECORDS), series, code)

@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""A scratch copy of what 'lab report --history' reads and writes in the
+lab's checkout, for the host tests that run it with config.REPO set to
+the copy: the README, docs/testing.md, docs/known-costs.md, docs/results
+and the lab's check code (check_records_block() hashes it)."""
+import shutil
+
+from lab.core import config
+from lab.kernel import check
+
+DOCS = ("README.md", "docs/testing.md", "docs/known-costs.md", *check.CHECK_CODE)
+
+
+def report_repo(root):
+    """Fill @root with the copy; returns its docs/results."""
+    results = root / "docs" / "results"
+    shutil.copytree(config.REPO / "docs" / "results", results)
+    for rel in DOCS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(config.REPO / rel, root / rel)
+    return results
