@@ -79,11 +79,12 @@ def history():
     out = config.REPO / "docs" / "results.md"
     out.write_text(history_md.history(results))
     readme = config.REPO / "README.md"
-    text = headline.replace_block(readme.read_text(), headline.readme_block(results))
+    stored = {}
+    text = headline.replace_block(readme.read_text(), headline.readme_block(results, stored))
     readme.write_text(jobtime.replace_block(text, jobtime.readme_block(results)))
     costs = config.REPO / "docs" / "known-costs.md"
     costs.write_text(headline.replace_controls(costs.read_text(),
-                                               headline.controls_block(results)))
+                                               headline.controls_block(results, stored)))
     workloadsdoc.DOC.write_text(workloadsdoc.updated(workloadsdoc.DOC.read_text()))
     testing = config.REPO / "docs" / "testing.md"
     testing.write_text(checkrecords.replace_block(testing.read_text(), check_records_block()))

@@ -264,12 +264,15 @@ LEGEND = (
     "compare direction and rough size, not values.")
 
 
-def readme_block(results_dir):
+def readme_block(results_dir, cache=None):
     """The README's headline lines: a short legend and the gains, with
     upstream's figures beside them, each figure computed from its runs;
-    the controls and the whole legend are controls_block()'s."""
+    the controls and the whole legend are controls_block()'s.  @cache:
+    {measurement: Stored} shared with controls_block(), so that a
+    measurement both tables take from is loaded and checked once."""
     series, figures = declared(results_dir)
-    gains = _table(results_dir, series, [f for f in figures if not f.control], {}, 1)
+    gains = _table(results_dir, series, [f for f in figures if not f.control],
+                   {} if cache is None else cache, 1)
     return "\n".join([
         BEGIN,
         "Median ± half the min-max spread of one mode's runs, in instruction-time "
@@ -285,13 +288,13 @@ def readme_block(results_dir):
         END])
 
 
-def controls_block(results_dir):
+def controls_block(results_dir, cache=None):
     """docs/known-costs.md's lines: the whole legend of both tables and the
     controls, where a series cannot batch, with switch on (the default)
-    against stock beside switch off against on."""
+    against stock beside switch off against on; @cache as readme_block()'s."""
     series, figures = declared(results_dir)
-    controls = _table(results_dir, series, [f for f in figures if f.control], {}, 0,
-                      on_vs_stock=True, base="results")
+    controls = _table(results_dir, series, [f for f in figures if f.control],
+                      {} if cache is None else cache, 0, on_vs_stock=True, base="results")
     return "\n".join([
         CONTROLS_BEGIN,
         LEGEND,
