@@ -696,6 +696,42 @@ def test_a_kept_failure_stays_a_failure(leaf_runs, work, monkeypatch):
     assert tally.rows[-1][0] == "fail" and tally.exit_status() == 1
 
 
+def test_record_keeps_the_verdict_a_stamp_already_holds(leaf_runs, work):
+    """A leaf judged without --record (lab test's cheap leaves, or a plain
+    lab check) is kept by a later --record as it was judged, not built
+    again; the record carries the stamp's date, time taken and lab commit
+    and stands for the leaf on a new machine."""
+    _, _, builds = leaf_runs
+    v = variant("arm64/lab-contpte-off")
+    ccheck.check(v, Tally(), records=True)
+    stamp = json.loads((check.build_dir(v, "patched") / check.STAMP).read_text())
+    assert not check.record_path(v).exists() and stamp["took"] >= 0
+    tally = Tally()
+    ccheck.check(v, tally, records=True, record=True)
+    assert builds == [v.leaf]
+    kept = json.loads(check.record_path(v).read_text())
+    assert (kept["key"], kept["stored"], kept["took"], kept["result"]) == \
+        (stamp["key"], stamp["stored"], stamp["took"], stamp["result"])
+    assert kept["inputs"] == stamp["inputs"] and kept["leaf"] == v.leaf
+    assert tally.rows[-1][0] == "pass" and "now kept in" in tally.rows[-1][2]
+    new_machine(work)
+    tally = Tally()
+    ccheck.check(v, tally, records=True)
+    assert builds == [v.leaf] and "kept in" in tally.rows[-1][2]
+
+
+def test_record_judges_again_a_stamp_without_inputs(leaf_runs):
+    _, _, builds = leaf_runs
+    v = variant("arm64/lab-contpte-off")
+    ccheck.check(v, Tally())
+    path = check.build_dir(v, "patched") / check.STAMP
+    stamp = json.loads(path.read_text())
+    check.save_stamp(path, stamp["key"], stamp["result"])
+    ccheck.check(v, Tally(), records=True, record=True)
+    assert builds == [v.leaf] * 2
+    assert json.loads(check.record_path(v).read_text())["inputs"] == stamp["inputs"]
+
+
 def test_without_record_nothing_is_kept(leaf_runs):
     v = variant("arm64/lab-contpte-off")
     ccheck.check(v, Tally(), records=True)

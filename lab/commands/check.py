@@ -43,16 +43,21 @@ def check(v, tally, full=False, use_cache=True, quick=False, records=False,
         elif v.base == "commit-tests":
             inputs["boot"] = committests.stamp_inputs(v.arch)
         key = kcheck.stamp_key(inputs)
-        hit = kcheck.load_stamp(stamp, key) if use_cache else None
-        if hit:
-            report(tally, v, hit, cached=True)
+        hit = kcheck.load_stamp_entry(stamp, key) if use_cache else None
+        # with record, a verdict this machine already holds is kept as it
+        # was judged; a stamp without its inputs is judged again
+        if hit and (not record or kcheck.load_record(v, key)):
+            report(tally, v, hit["result"], cached=True)
+            return
+        if hit and kcheck.keep_stamp(v, key, hit):
+            report(tally, v, hit["result"],
+                   cached=f"judged {hit['stored']} on this machine, now kept in "
+                   f"{_shown(kcheck.record_path(v))}")
             return
         kept = kcheck.load_record(v, key) if use_cache and records else None
         if kept:
-            where = kcheck.record_path(v)
-            if where.is_relative_to(config.REPO):
-                where = where.relative_to(config.REPO)
-            report(tally, v, kept["result"], cached=f"judged {kept['stored']}, kept in {where}")
+            report(tally, v, kept["result"],
+                   cached=f"judged {kept['stored']}, kept in {_shown(kcheck.record_path(v))}")
             return
         started = time.monotonic()
         missing = kcheck.needs(v, t)
@@ -77,10 +82,15 @@ def check(v, tally, full=False, use_cache=True, quick=False, records=False,
     except LabError as e:
         report(tally, v, kcheck.verdict("fail", str(e).splitlines()[0], str(e)))
         return
-    kcheck.save_stamp(stamp, key, result, inputs)
+    kcheck.save_stamp(stamp, key, result, inputs, time.monotonic() - started)
     if record:
         kcheck.save_record(v, key, result, inputs, time.monotonic() - started)
     report(tally, v, result)
+
+
+def _shown(path):
+    """@path relative to the repository when it is inside it."""
+    return path.relative_to(config.REPO) if path.is_relative_to(config.REPO) else path
 
 
 def report(tally, v, result, cached=False):

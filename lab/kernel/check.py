@@ -644,11 +644,12 @@ def _load(path, key):
     return stored if stored.get("key") == key else None
 
 
-def _save(path, key, result, inputs, **extra):
-    """Write a stamp or record: the key, when it was stored, @extra, the
-    inputs the key was made of and the verdict."""
+def _save(path, key, result, inputs, stored=None, **extra):
+    """Write a stamp or record: the key, when it was stored (@stored, or
+    now), @extra, the inputs the key was made of and the verdict."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key, "stored": time.strftime("%Y-%m-%d %H:%M:%S"),
+    stored = stored or time.strftime("%Y-%m-%d %H:%M:%S")
+    path.write_text(json.dumps({"key": key, "stored": stored,
                                 **extra, "inputs": inputs, "result": result},
                                indent=1) + "\n")
     return path
@@ -660,9 +661,23 @@ def load_stamp(path, key):
     return stored["result"] if stored else None
 
 
-def save_stamp(path, key, result, inputs=None):
-    """Store a verdict under key, with the inputs the key was made of."""
-    return _save(path, key, result, inputs)
+def load_stamp_entry(path, key):
+    """What the stamp at @path holds (verdict, inputs, date, time taken,
+    lab commit) if it was stored under @key, or None."""
+    return _load(path, key)
+
+
+def save_stamp(path, key, result, inputs=None, took=None):
+    """Store a verdict under key, with the inputs the key was made of, how
+    long judging it took (seconds) and the lab commit that judged it."""
+    return _save(path, key, result, inputs, took=None if took is None else round(took),
+                 lab=lab_commit())
+
+
+def lab_commit():
+    """The lab's commit, 12 hex digits ('' outside a git checkout)."""
+    return subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
 
 
 def record_path(v):
@@ -680,9 +695,20 @@ def save_record(v, key, result, inputs, took):
     """Keep a leaf's verdict in the repository: the key, the inputs it is
     made of, the verdict, when it was judged, how long that took (seconds)
     and the lab commit that judged it."""
-    lab = subprocess.run(["git", "-C", str(config.REPO), "rev-parse", "--short=12", "HEAD"],
-                         capture_output=True, text=True).stdout.strip()
-    return _save(record_path(v), key, result, inputs, leaf=v.leaf, took=round(took), lab=lab)
+    return _save(record_path(v), key, result, inputs, leaf=v.leaf, took=round(took),
+                 lab=lab_commit())
+
+
+def keep_stamp(v, key, entry):
+    """Keep in the repository the verdict a stamp of this machine holds for
+    leaf @v under @key (load_stamp_entry()), as judged: its date, time taken
+    and lab commit, None where the stamp predates recording them.  False,
+    keeping nothing, when the stamp lacks the inputs a record must show."""
+    if not entry.get("inputs"):
+        return False
+    _save(record_path(v), key, entry["result"], entry["inputs"], stored=entry["stored"],
+          leaf=v.leaf, took=entry.get("took"), lab=entry.get("lab"))
+    return True
 
 
 def verdict(status, detail="", error="", new=(), no_sparse="", known=()):
