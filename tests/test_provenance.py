@@ -65,3 +65,16 @@ def test_dep3_fields_follow_the_lines():
     head = provenance.with_dep3(own).split("\n\n", 1)[0].splitlines()
     assert "Origin: vendor, foliobatch" in head and \
         "Forwarded: no (the runtime switches)" in head
+
+
+def test_an_author_is_credited_once():
+    """The credit sentence names upstream's authors; a "by <name>" of one
+    of them elsewhere in the message credits them twice."""
+    again = MERGED.replace("Why and how.", 'This follows upstream commit f822a9a81a31\n'
+                           '("mm: optimize mremap() by PTE batching") by Dev\nJain, v6.17.')
+    assert provenance.twice(again) == ["Dev Jain"]
+    assert provenance.problems("p", again) == [
+        "p: credits Dev Jain twice: 'by Dev Jain' beside the credit sentence"]
+    # a mention that is not a credit, and a name the sentence does not hold
+    other = MERGED.replace("Why and how.", "Dev Jain's later fix, reported by A. Person.")
+    assert provenance.twice(other) == [] and provenance.problems("p", other) == []

@@ -69,7 +69,22 @@ def problems(name, text):
         bad.append(f"{name}: follows upstream work but credits no author")
     if any(s.kind == "none" for s in srcs) and len(srcs) > 1:
         bad.append(f"{name}: 'Upstream: none' beside other sources")
+    bad += [f"{name}: credits {who} twice: 'by {who}' beside the credit sentence"
+            for who in twice(text)]
     return bad
+
+
+def twice(text):
+    """The authors of the credit sentence whom the message credits again
+    elsewhere, as "by <name>" (one credit per author: the sentence)."""
+    msg = message(text)
+    credit = CREDIT_RE.search(msg)
+    if not credit:
+        return []
+    rest = msg[:credit.start()] + msg[credit.end():]
+    rest = re.sub(r"\s+", " ", rest)
+    names = re.split(r", | and ", credit.group(1))
+    return [n for n in names if re.search(r"\bby " + re.escape(n) + r"\b", rest)]
 
 
 def dep3(text):
