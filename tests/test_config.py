@@ -66,7 +66,7 @@ def test_plan_runs_each_program_with_a_timeout():
     assert "\nlab_no_aslr lab_run khugepaged 1200 /lab/selftests/mm/khugepaged\n" in plan
     assert "\nlab_no_aslr lab_run_cases uffd-unit-tests 300 " in plan
     assert "\nlab_no_aslr lab_run mremap_test 900 " in plan
-    assert "\nlab_no_aslr lab_run split_huge_page_test 600 " in plan
+    assert "\nlab_no_aslr lab_run split_huge_page_test 1200 " in plan
     runs = [l for l in plan.splitlines() if " lab_run" in l or l.startswith("lab_run")]
     for l in runs:
         prog = l.removeprefix("lab_no_aslr ").split()[1]
@@ -82,7 +82,7 @@ def test_plan_runs_each_program_with_a_timeout():
 def test_debug_plan_scales_timeouts():
     plan = suites.test_plan("arm64", variant="debug")
     assert "lab_run transhuge-stress 480 /lab/selftests/mm/transhuge-stress" in plan
-    assert "lab_run split_huge_page_test 2400 " in plan
+    assert "lab_run split_huge_page_test 4800 " in plan
 
 
 def test_cpio_list_creates_parent_dirs_once(tmp_path):
