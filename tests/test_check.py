@@ -793,13 +793,41 @@ def test_kept_records_hold_their_keys():
 def test_testing_md_shows_the_kept_records():
     """docs/testing.md's table is the one the repository's records make
     ('lab report --history' writes it)."""
+    from lab.commands import reportdir
     from lab.outputs import checkrecords
     text = (config.REPO / "docs/testing.md").read_text()
     made = checkrecords.block([v.leaf for v in check.VARIANTS],
                               checkrecords.load(config.REPO / "docs/results/check"),
                               check.source.series_hash(),
-                              build.code_hash(check.CHECK_CODE))
+                              build.code_hash(check.CHECK_CODE), reportdir.boot_codes())
     assert made in text, "run 'lab report --history'"
+
+
+def test_a_kept_boot_verdict_holds_for_its_guest_code_only(tmp_path):
+    """A leaf that boots (debian-boot, mutation, commit-tests) keys its
+    verdict on the guest's side too: after a change to a test program or
+    a plan its record is judged again by the next 'lab check', and the
+    table must not count it."""
+    from lab.commands import reportdir
+    from lab.outputs import checkrecords
+    codes = reportdir.boot_codes()
+    assert set(codes) == {v.leaf for v in check.VARIANTS
+                          if v.base in ("debian-boot", "mutation", "commit-tests")}
+    leaves = ["check/a/boot", "check/a/build"]
+    rec = lambda leaf, guest: {
+        "leaf": leaf, "stored": "2026-12-01 09:00:00", "took": 61,
+        "inputs": {"series": "s1", "code": "c1", "boot": {"code": guest}},
+        "result": {"status": "pass", "detail": ""}}
+    (tmp_path / "0.json").write_text(json.dumps(rec("check/a/boot", "g0" * 32)))
+    (tmp_path / "1.json").write_text(json.dumps(rec("check/a/build", "g0" * 32)))
+    kept = checkrecords.load(tmp_path)
+    text = checkrecords.block(leaves, kept, "s1", "c1", {"check/a/boot": "g1" * 32})
+    assert "1 of 2 leaves" in text
+    assert f"| `check/a/boot` | PASS | 2026-12-01 09:00:00 | 1m01s | yes | " \
+        f"no, guest code {'g0' * 8} |" in text
+    assert "| `check/a/build` | PASS | 2026-12-01 09:00:00 | 1m01s | yes | yes |" in text
+    assert "2 of 2 leaves" in checkrecords.block(leaves, kept, "s1", "c1",
+                                                  {"check/a/boot": "g0" * 32})
 
 
 def test_the_records_table_counts_a_pass_on_this_series_and_code_only(tmp_path):

@@ -32,7 +32,9 @@ from . import debianboot
 ARCH = "arm64"
 VARIANT = "nosplit"
 PROGRAM = "mprotect_batch"
-MUTATIONS = (config.REPO / "lab/kernel/mutations/arm64-bbm-narrow-flush.patch",)
+# The mutations, as paths in the repository, and as files.
+MUTATION_FILES = ("lab/kernel/mutations/arm64-bbm-narrow-flush.patch",)
+MUTATIONS = tuple(config.REPO / f for f in MUTATION_FILES)
 WANT = "no break-before-make"
 FLAVOUR = "mutant"
 
@@ -48,8 +50,7 @@ def tree():
 def stamp_inputs():
     """As a boot leaf's (debianboot.stamp_inputs()), with this leaf's code
     and the mutations."""
-    return debianboot.stamp_inputs(
-        ARCH, CODE + tuple(str(m.relative_to(config.REPO)) for m in MUTATIONS))
+    return debianboot.stamp_inputs(ARCH, CODE + MUTATION_FILES)
 
 
 def prepare(mutation):

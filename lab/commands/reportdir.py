@@ -21,7 +21,7 @@ from ..kernel import build, distro, source
 from ..outputs import headline
 from ..outputs import history as history_md
 from ..outputs import checkrecords, jobtime, manifest, report, testsummary, workloadsdoc
-from . import here
+from . import committests, debianboot, here, mutation
 from .bench import in_series
 
 
@@ -92,10 +92,19 @@ def history():
         f"of {testing}")
 
 
+def boot_codes():
+    """{leaf: the hash of its boot code now} of the check leaves that boot,
+    the code part of the boot inputs their key holds (commands/check.py)."""
+    made = {"debian-boot": lambda v: debianboot.stamp_inputs(v.arch),
+            "commit-tests": lambda v: committests.stamp_inputs(v.arch),
+            "mutation": lambda v: mutation.stamp_inputs()}
+    return {v.leaf: made[v.base](v)["code"] for v in kcheck.VARIANTS if v.base in made}
+
+
 def check_records_block():
     """docs/testing.md's table of the check verdicts kept in the repository."""
     return checkrecords.made([v.leaf for v in kcheck.VARIANTS], source.series_hash(),
-                             build.code_hash(kcheck.CHECK_CODE))
+                             build.code_hash(kcheck.CHECK_CODE), boot_codes())
 
 
 def _json(f, kind, keys, given):

@@ -4,8 +4,9 @@ docs/results/check/ ('lab check --record'), one row per leaf of
 kernel/check.py, for docs/testing.md ('lab report --history' writes the
 block; a host test checks it).  A row says whether its verdict was
 judged on the series in patches/ now (the record's series hash) and by
-the lab's check code as it is now (the record's code hash: a record
-judged by other code is run again by the next 'lab check'), so the
+the lab's check code as it is now (the record's code hash, and for a
+leaf that boots its guest code's: a record judged by other code is run
+again by the next 'lab check'), so the
 table shows at a glance how much of 'lab check --all' holds for it."""
 
 import json
@@ -28,11 +29,15 @@ def load(records_dir):
     return kept
 
 
-def block(leaves, kept, series, code):
+def block(leaves, kept, series, code, boot=None):
     """The markdown block: a row per leaf of @leaves (kernel/check.py's
     order) with its kept verdict, or none; @series: the series hash of
     patches/ now; @code: the hash of the lab's check code now
-    (check.CHECK_CODE)."""
+    (check.CHECK_CODE); @boot: {leaf: the hash of its boot code now} for
+    the leaves that boot (their key holds the guest's side too: the test
+    programs, the image, the plan and their judges), whose record holds
+    only for that code as well."""
+    boot = boot or {}
     rows = ["| leaf | verdict | judged | took | on the series in patches/ "
             "| by the check code now |",
             "|---|---|---|---|---|---|"]
@@ -47,10 +52,15 @@ def block(leaves, kept, series, code):
         verdict = f"{status}, {detail}" if detail else status
         here = r["inputs"].get("series") == series
         same = r["inputs"].get("code") == code
-        current += here and same and r["result"]["status"] == "pass"
+        was = (r["inputs"].get("boot") or {}).get("code", "?")
+        guest = leaf not in boot or was == boot[leaf]
+        current += here and same and guest and r["result"]["status"] == "pass"
+        by = ("yes" if same and guest else
+              "no, code " + r["inputs"].get("code", "?") if not same else
+              "no, guest code " + was[:16])
         rows.append(f"| `{leaf}` | {verdict} | {r['stored']} | {mmss(r['took'])} | "
                     f"{'yes' if here else 'no, series ' + r['inputs'].get('series', '?')} | "
-                    f"{'yes' if same else 'no, code ' + r['inputs'].get('code', '?')} |")
+                    f"{by} |")
     head = (f"{current} of {len(leaves)} leaves of `lab check --all` have a kept PASS "
             f"judged on the series in patches/ now (series {series}) by the lab's "
             f"check code now (code {code}).")
@@ -61,6 +71,6 @@ def replace_block(text, new):
     return blocks.replace(text, BEGIN, END, new, "check-records")
 
 
-def made(leaves, series, code):
+def made(leaves, series, code, boot=None):
     """The block the records kept in the repository make now."""
-    return block(leaves, load(config.CHECK_RECORDS), series, code)
+    return block(leaves, load(config.CHECK_RECORDS), series, code, boot)
