@@ -408,6 +408,10 @@ def test_debian_config_downloads_and_unpacks_once(work, monkeypatch):
 
     def run(cmd, **kw):
         commands.append(cmd)
+        if cmd[0] == "apt-cache":
+            return type("P", (), {"returncode": 0, "stdout": (
+                f" {cmd[-1]} | {version} | http://deb.example bookworm-security/main "
+                "arm64 Packages\n")})()
         if cmd[0] == "apt-get":
             assert cmd[-1] == f"{config.CONFIG_PACKAGE}:arm64={version}"
             (kw["cwd"] / f"{config.CONFIG_PACKAGE}_{version}_arm64.deb").write_text("deb")
@@ -420,9 +424,9 @@ def test_debian_config_downloads_and_unpacks_once(work, monkeypatch):
     monkeypatch.setattr(debian, "run", run)
     path = check.debian_config(check.TARGETS["arm64"])
     assert path.read_text() == "CONFIG_ARM64=y\n"
-    assert [c[0] for c in commands] == ["apt-get", "dpkg-deb"]
+    assert [c[0] for c in commands] == ["apt-cache", "apt-get", "dpkg-deb"]
     assert not (work / "dl" / "config-pkg").exists()
-    assert check.debian_config(check.TARGETS["arm64"]) == path and len(commands) == 2
+    assert check.debian_config(check.TARGETS["arm64"]) == path and len(commands) == 3
 
 
 def test_config_inputs_differ_by_flavour_and_lines():

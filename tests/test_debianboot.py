@@ -131,3 +131,82 @@ def test_a_failed_boot_leaf_ends_lab_check_non_zero(monkeypatch, tmp_path):
     monkeypatch.setattr(debianboot, "leaf", lambda arch_name: pytest.fail("not cached"))
     checkcmd.check(v, tally)
     assert tally.rows[0][0] == "fail" and tally.rows[0][2].endswith("cached")
+
+
+class _Apt:
+    """debian.run() and urlopen() as apt and the pool would answer: apt's
+    index lists the versions in listed; the pool serves body."""
+
+    def __init__(self, listed, body=b"pool deb"):
+        self.listed, self.body, self.calls, self.urls = listed, body, [], []
+
+    def run(self, cmd, cwd=None, capture=False, check=True, **kw):
+        import subprocess
+        self.calls.append(cmd)
+        out = ""
+        if cmd[:2] == ["apt-cache", "madison"]:
+            out = "".join(f" {cmd[2]} | {v} | http://deb.example bookworm-security/main "
+                          "arm64 Packages\n" for v in self.listed)
+        elif "--print-uris" in cmd:
+            out = ("'http://deb.example/pool/updates/main/l/linux-6.12/"
+                   "linux-source-6.12_6.12.117-1%7edeb12u1_all.deb' x 1 SHA256:0\n")
+        elif cmd[:2] == ["apt-get", "download"]:
+            (cwd / "apt.deb").write_bytes(b"apt")
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+    def urlopen(self, url, timeout=None):
+        import io
+        self.urls.append(url)
+        return io.BytesIO(self.body)
+
+
+def _download(monkeypatch, tmp_path, apt, version=config.SOURCE_VERSION, sha=None):
+    import hashlib
+    monkeypatch.setattr(debian, "run", apt.run)
+    monkeypatch.setattr(debian.urllib.request, "urlopen", apt.urlopen)
+    monkeypatch.setitem(config.CONFIG_DEB_SHA256, "arm64",
+                        sha or hashlib.sha256(b"pool deb").hexdigest())
+    deb = tmp_path / "config.deb"
+    debian.download_config("arm64", version, deb)
+    return deb
+
+
+def test_a_listed_config_comes_from_apt(monkeypatch, tmp_path):
+    """While apt's index lists the version, apt-get downloads it (apt
+    checks it against the signed index) and the pool is not asked."""
+    apt = _Apt([config.SOURCE_VERSION])
+    _download(monkeypatch, tmp_path, apt)
+    assert ["apt-get", "download", f"linux-config-6.12:arm64={config.SOURCE_VERSION}"] \
+        in apt.calls
+    assert not apt.urls
+
+
+def test_an_unlisted_pinned_config_comes_from_the_pool_with_its_sha256(monkeypatch,
+                                                                       tmp_path):
+    """Once the index lists only a newer version, the pinned .deb comes from
+    the pool directory of linux-source-6.12 of that version, and is kept."""
+    apt = _Apt(["6.12.118-1~deb12u1"])
+    deb = _download(monkeypatch, tmp_path, apt)
+    assert deb.read_bytes() == b"pool deb"
+    assert apt.urls == ["http://deb.example/pool/updates/main/l/linux-6.12/"
+                        "linux-config-6.12_6.12.117-1~deb12u1_arm64.deb"]
+    assert not any(c[:2] == ["apt-get", "download"] and "--print-uris" not in c
+                   for c in apt.calls)
+
+
+def test_a_pool_download_with_another_sha256_is_refused(monkeypatch, tmp_path):
+    """A .deb from the pool whose sha256 is not the pinned one is an error,
+    and nothing is left where the lab would take it next time."""
+    apt = _Apt([], body=b"something else")
+    with pytest.raises(debian.LabError, match="not the pinned"):
+        _download(monkeypatch, tmp_path, apt)
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_unlisted_version_without_a_pin_is_an_error(monkeypatch, tmp_path):
+    """A version the index does not list and the lab does not pin (a newer
+    source taken when the pinned one went) is not downloaded blind."""
+    apt = _Apt(["6.12.118-1~deb12u1"])
+    with pytest.raises(debian.LabError, match="pins no sha256"):
+        _download(monkeypatch, tmp_path, apt, version="6.12.119-1~deb12u1")
+    assert not apt.urls
