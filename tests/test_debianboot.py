@@ -135,7 +135,7 @@ def test_a_failed_boot_leaf_ends_lab_check_non_zero(monkeypatch, tmp_path):
 
 class _Apt:
     """debian.run() and urlopen() as apt and the pool would answer: apt's
-    index lists the versions in listed; the pool serves body."""
+    index lists the versions in listed; the pool serves body (None: 404)."""
 
     def __init__(self, listed, body=b"pool deb"):
         self.listed, self.body, self.calls, self.urls = listed, body, [], []
@@ -147,26 +147,27 @@ class _Apt:
         if cmd[:2] == ["apt-cache", "madison"]:
             out = "".join(f" {cmd[2]} | {v} | http://deb.example bookworm-security/main "
                           "arm64 Packages\n" for v in self.listed)
-        elif "--print-uris" in cmd:
-            out = ("'http://deb.example/pool/updates/main/l/linux-6.12/"
-                   "linux-source-6.12_6.12.117-1%7edeb12u1_all.deb' x 1 SHA256:0\n")
         elif cmd[:2] == ["apt-get", "download"]:
             (cwd / "apt.deb").write_bytes(b"apt")
         return subprocess.CompletedProcess(cmd, 0, out, "")
 
     def urlopen(self, url, timeout=None):
         import io
+        import urllib.error
         self.urls.append(url)
+        if self.body is None:
+            raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)
         return io.BytesIO(self.body)
 
 
 def _download(monkeypatch, tmp_path, apt, version=config.SOURCE_VERSION, sha=None):
     import hashlib
+    from lab.kernel import source
     monkeypatch.setattr(debian, "run", apt.run)
-    monkeypatch.setattr(debian.urllib.request, "urlopen", apt.urlopen)
+    monkeypatch.setattr(source.urllib.request, "urlopen", apt.urlopen)
     monkeypatch.setitem(config.CONFIG_DEB_SHA256, "arm64",
                         sha or hashlib.sha256(b"pool deb").hexdigest())
-    deb = tmp_path / "config.deb"
+    deb = tmp_path / f"linux-config-6.12_{version}_arm64.deb"
     debian.download_config("arm64", version, deb)
     return deb
 
@@ -184,14 +185,12 @@ def test_a_listed_config_comes_from_apt(monkeypatch, tmp_path):
 def test_an_unlisted_pinned_config_comes_from_the_pool_with_its_sha256(monkeypatch,
                                                                        tmp_path):
     """Once the index lists only a newer version, the pinned .deb comes from
-    the pool directory of linux-source-6.12 of that version, and is kept."""
+    the source package's directory of the pool, and is kept."""
     apt = _Apt(["6.12.118-1~deb12u1"])
     deb = _download(monkeypatch, tmp_path, apt)
     assert deb.read_bytes() == b"pool deb"
-    assert apt.urls == ["http://deb.example/pool/updates/main/l/linux-6.12/"
-                        "linux-config-6.12_6.12.117-1~deb12u1_arm64.deb"]
-    assert not any(c[:2] == ["apt-get", "download"] and "--print-uris" not in c
-                   for c in apt.calls)
+    assert apt.urls == [f"{config.SOURCE_POOL}/linux-config-6.12_6.12.117-1~deb12u1_arm64.deb"]
+    assert not any(c[:2] == ["apt-get", "download"] for c in apt.calls)
 
 
 def test_a_pool_download_with_another_sha256_is_refused(monkeypatch, tmp_path):
@@ -203,6 +202,13 @@ def test_a_pool_download_with_another_sha256_is_refused(monkeypatch, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_a_config_in_neither_index_nor_pool_is_an_error(monkeypatch, tmp_path):
+    apt = _Apt([], body=None)
+    with pytest.raises(debian.LabError, match="neither apt's index nor the archive's pool"):
+        _download(monkeypatch, tmp_path, apt)
+    assert not list(tmp_path.iterdir())
+
+
 def test_an_unlisted_version_without_a_pin_is_an_error(monkeypatch, tmp_path):
     """A version the index does not list and the lab does not pin (a newer
     source taken when the pinned one went) is not downloaded blind."""
@@ -210,3 +216,30 @@ def test_an_unlisted_version_without_a_pin_is_an_error(monkeypatch, tmp_path):
     with pytest.raises(debian.LabError, match="pins no sha256"):
         _download(monkeypatch, tmp_path, apt, version="6.12.119-1~deb12u1")
     assert not apt.urls
+
+
+def _source_download(monkeypatch, work, apt):
+    from lab.kernel import source
+    monkeypatch.setattr(source, "available_versions", lambda: apt.listed)
+    monkeypatch.setattr(source, "run", apt.run)
+    monkeypatch.setattr(source.urllib.request, "urlopen", apt.urlopen)
+    return source.download()
+
+
+def test_the_pinned_source_comes_from_the_pool_once_unlisted(monkeypatch, work_in_tmp):
+    """The pinned linux-source-6.12 that apt's index no longer lists comes
+    from the pool with its pinned sha256, not the newest one apt lists."""
+    import hashlib
+    monkeypatch.setattr(config, "SOURCE_DEB_SHA256", hashlib.sha256(b"pool deb").hexdigest())
+    apt = _Apt(["6.12.118-1~deb12u1"])
+    deb, version = _source_download(monkeypatch, work_in_tmp, apt)
+    assert version == config.SOURCE_VERSION and deb.read_bytes() == b"pool deb"
+    assert apt.urls == [f"{config.SOURCE_POOL}/linux-source-6.12_6.12.117-1~deb12u1_all.deb"]
+    assert not any(c[:2] == ["apt-get", "download"] for c in apt.calls)
+
+
+def test_a_pool_source_with_another_sha256_is_refused(monkeypatch, work_in_tmp):
+    apt = _Apt(["6.12.118-1~deb12u1"], body=b"something else")
+    with pytest.raises(debian.LabError, match="not the pinned"):
+        _source_download(monkeypatch, work_in_tmp, apt)
+    assert not list((work_in_tmp / "dl").glob("linux-source-*"))

@@ -11,6 +11,11 @@ WORK = Path(os.environ.get("FOLIOBATCH_WORK", REPO / "work"))
 # The pinned source: Debian's linux-source-6.12 package.
 SOURCE_PACKAGE = "linux-source-6.12"
 SOURCE_VERSION = "6.12.117-1~deb12u1"
+# Its .deb's sha256, as bookworm-security's signed index gives it, and the
+# archive's pool directory of the source package, which keeps the .debs of
+# a version after the index stops listing it (kernel/source.py).
+SOURCE_DEB_SHA256 = "e849faf31ca3555757f3a8877cb01af92122f744f75d1f3102734651c4e14703"
+SOURCE_POOL = "http://deb.debian.org/debian-security/pool/updates/main/l/linux-6.12"
 # Debian's own kernel configs of the same source package ('lab check'); one
 # .deb per Debian architecture, installed nowhere, unpacked into WORK/dl.
 CONFIG_PACKAGE = "linux-config-6.12"
@@ -18,8 +23,8 @@ CONFIG_PACKAGE = "linux-config-6.12"
 # architecture.  bookworm-security's index lists only the newest
 # linux-config-6.12 (it lists older linux-source-6.12 too), so once a newer
 # one is out, apt-get cannot download the pinned one by version; the .deb
-# stays in the archive's pool beside linux-source-6.12's, and the lab takes
-# it from there only when it has this sha256 (lab/kernel/debian.py).
+# stays in the archive's pool (SOURCE_POOL), and the lab takes it from
+# there only when it has this sha256 (lab/kernel/debian.py).
 # Taken from the pool 2026-12-02, after 6.12.118-1~deb12u1 replaced it in
 # the index.  The configs they hold are the ones apt had verified before:
 # each hashes as in the kept verdicts of check/*/debian-* (judged on apt's

@@ -20,12 +20,8 @@ built-in option is Debian's, and the modules, which a guest of the lab
 never loads, are configured as Debian's but not built.
 """
 
-import hashlib
 import lzma
-import re
 import shutil
-import urllib.parse
-import urllib.request
 
 from ..core import config
 from ..core.util import LabError, run, say
@@ -66,9 +62,8 @@ def config_path(deb_arch):
 def download_config(deb_arch, version, deb):
     """Download linux-config-6.12 of version for deb_arch to the path deb:
     with apt-get while apt's index lists that version, otherwise, for the
-    pinned version only, from the archive's pool beside linux-source-6.12
-    of the same version, kept only when its sha256 is the pinned one
-    (config.CONFIG_DEB_SHA256)."""
+    pinned version only, from the archive's pool (source.pool_download()),
+    kept only when its sha256 is the pinned one (config.CONFIG_DEB_SHA256)."""
     spec = f"{config.CONFIG_PACKAGE}:{deb_arch}={version}"
     listed = run(["apt-cache", "madison", f"{config.CONFIG_PACKAGE}:{deb_arch}"],
                  capture=True, check=False).stdout or ""
@@ -81,33 +76,9 @@ def download_config(deb_arch, version, deb):
         raise LabError(f"apt's index lists no {spec} and the lab pins no sha256 "
                        f"for it (config.CONFIG_DEB_SHA256): run 'apt-get update', "
                        f"or pin the .deb")
-    url = pool_url(f"{config.CONFIG_PACKAGE}_{version}_{deb_arch}.deb", version)
-    say(f"apt's index no longer lists {spec}; taking it from the pool: {url}")
-    part = deb.with_name(deb.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=120) as r:
-            part.write_bytes(r.read())
-    except OSError as e:
-        raise LabError(f"could not download {url}: {e}") from None
-    got = hashlib.sha256(part.read_bytes()).hexdigest()
-    if got != want:
-        part.unlink()
-        raise LabError(f"{url}: sha256 {got}, not the pinned {want} "
-                       "(config.CONFIG_DEB_SHA256); not used")
-    part.rename(deb)
-
-
-def pool_url(filename, version):
-    """The URL of filename in the archive's pool directory that holds
-    linux-source-6.12 of version, as apt-get prints it (quoted: '~' as
-    %7e)."""
-    out = run(["apt-get", "download", "--print-uris",
-               f"{config.SOURCE_PACKAGE}={version}"], capture=True).stdout
-    uris = re.findall(r"^'([^']+)'", out or "", re.M)
-    if not uris:
-        raise LabError(f"apt-get prints no URI for {config.SOURCE_PACKAGE}={version}; "
-                       "run 'apt-get update'")
-    return uris[0].rsplit("/", 1)[0] + "/" + urllib.parse.quote(filename, safe="")
+    say(f"apt's index no longer lists {spec}; taking it from the archive's pool")
+    if not source.pool_download(deb.name, want, deb):
+        raise LabError(f"{spec}: neither apt's index nor the archive's pool has it")
 
 
 def fragments(arch_name):

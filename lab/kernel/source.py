@@ -11,6 +11,9 @@ import os
 import re
 import shutil
 import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from ..core import config
@@ -52,6 +55,11 @@ def download():
         raise LabError(f"apt knows no {config.SOURCE_PACKAGE}; run 'apt-get update' "
                        "(the package is in bookworm-security)")
     if version not in avail:
+        deb = dl / f"{config.SOURCE_PACKAGE}_{version}_all.deb"
+        say(f"apt's index no longer lists {config.SOURCE_PACKAGE} {version}; "
+            "taking it from the archive's pool")
+        if pool_download(deb.name, config.SOURCE_DEB_SHA256, deb):
+            return deb, version
         newest = avail[0]
         warn("*" * 70)
         warn(f"pinned {config.SOURCE_PACKAGE} {version} is no longer served;")
@@ -65,6 +73,34 @@ def download():
     if not debs:
         raise LabError(f"apt-get download left no .deb in {dl}")
     return debs[0], version
+
+
+def pool_download(filename, sha256, dest):
+    """Download filename from the source package's directory of the
+    archive's pool (config.SOURCE_POOL), which keeps a version's .debs
+    after apt's index stops listing it, to dest; keep it only when its
+    sha256 is sha256.  Returns whether the pool had it (False for HTTP
+    404); a download that fails otherwise, or another sha256, is a
+    LabError and leaves nothing at dest."""
+    url = f"{config.SOURCE_POOL}/{urllib.parse.quote(filename, safe='')}"
+    say(f"downloading {url}")
+    part = dest.with_name(dest.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=300) as r:
+            part.write_bytes(r.read())
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            warn(f"{url}: not in the pool (404)")
+            return False
+        raise LabError(f"could not download {url}: {e}") from None
+    except OSError as e:
+        raise LabError(f"could not download {url}: {e}") from None
+    got = hashlib.sha256(part.read_bytes()).hexdigest()
+    if got != sha256:
+        part.unlink()
+        raise LabError(f"{url}: sha256 {got}, not the pinned {sha256}; not used")
+    part.rename(dest)
+    return True
 
 
 def fetch():
