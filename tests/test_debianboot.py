@@ -133,23 +133,35 @@ def test_a_failed_boot_leaf_ends_lab_check_non_zero(monkeypatch, tmp_path):
     assert tally.rows[0][0] == "fail" and tally.rows[0][2].endswith("cached")
 
 
-class _Apt:
-    """debian.run() and urlopen() as apt and the pool would answer: apt's
-    index lists the versions in listed; the pool serves body (None: 404)."""
+POOL = "http://deb.example/pool/updates/main/l/linux-6.12"
 
-    def __init__(self, listed, body=b"pool deb"):
-        self.listed, self.body, self.calls, self.urls = listed, body, [], []
+
+class _Apt:
+    """run() and urlopen() as apt and the pool would answer: apt's index
+    lists the versions in listed (and prints the pool URI of the newest
+    linux-source-6.12 unless uris is False); the pool serves body (None:
+    404; an exception: raised while reading)."""
+
+    def __init__(self, listed, body=b"pool deb", uris=True):
+        self.listed, self.body, self.uris, self.calls, self.urls = listed, body, uris, [], []
 
     def run(self, cmd, cwd=None, capture=False, check=True, **kw):
         import subprocess
         self.calls.append(cmd)
-        out = ""
+        out, rc = "", 0
         if cmd[:2] == ["apt-cache", "madison"]:
             out = "".join(f" {cmd[2]} | {v} | http://deb.example bookworm-security/main "
                           "arm64 Packages\n" for v in self.listed)
+        elif "--print-uris" in cmd:
+            out = (f"'{POOL}/linux-source-6.12_6.12.118-1%7edeb12u1_all.deb' x 1 "
+                   "SHA256:0\n") if self.uris else ""
+            rc = 0 if self.uris else 100
         elif cmd[:2] == ["apt-get", "download"]:
-            (cwd / "apt.deb").write_bytes(b"apt")
-        return subprocess.CompletedProcess(cmd, 0, out, "")
+            pkg, version = cmd[2].split("=", 1)
+            pkg, _, arch = pkg.partition(":")
+            (cwd / f"{pkg}_{version.replace(':', '%3a')}_{arch or 'all'}.deb").write_bytes(
+                b"apt")
+        return subprocess.CompletedProcess(cmd, rc, out, "")
 
     def urlopen(self, url, timeout=None):
         import io
@@ -157,17 +169,28 @@ class _Apt:
         self.urls.append(url)
         if self.body is None:
             raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)
-        return io.BytesIO(self.body)
+        body = self.body
+
+        class Body(io.BytesIO):
+            def read(self, n=-1):
+                if isinstance(body, BaseException):
+                    raise body
+                return super().read(n)
+        return Body(body if isinstance(body, bytes) else b"")
 
 
-def _download(monkeypatch, tmp_path, apt, version=config.SOURCE_VERSION, sha=None):
+def _pin(monkeypatch, version=config.SOURCE_VERSION, body=b"pool deb"):
     import hashlib
+    monkeypatch.setitem(config.CONFIG_DEB_SHA256, version,
+                        {"arm64": hashlib.sha256(body).hexdigest()})
+
+
+def _download(monkeypatch, tmp_path, apt, version=config.SOURCE_VERSION):
     from lab.kernel import source
     monkeypatch.setattr(debian, "run", apt.run)
+    monkeypatch.setattr(source, "run", apt.run)
     monkeypatch.setattr(source.urllib.request, "urlopen", apt.urlopen)
-    monkeypatch.setitem(config.CONFIG_DEB_SHA256, "arm64",
-                        sha or hashlib.sha256(b"pool deb").hexdigest())
-    deb = tmp_path / f"linux-config-6.12_{version}_arm64.deb"
+    deb = tmp_path / f"linux-config-6.12_{version.replace(':', '%3a')}_arm64.deb"
     debian.download_config("arm64", version, deb)
     return deb
 
@@ -185,36 +208,79 @@ def test_a_listed_config_comes_from_apt(monkeypatch, tmp_path):
 def test_an_unlisted_pinned_config_comes_from_the_pool_with_its_sha256(monkeypatch,
                                                                        tmp_path):
     """Once the index lists only a newer version, the pinned .deb comes from
-    the source package's directory of the pool, and is kept."""
+    the source package's directory of the pool, as apt reaches it, and is
+    kept."""
+    _pin(monkeypatch)
     apt = _Apt(["6.12.118-1~deb12u1"])
     deb = _download(monkeypatch, tmp_path, apt)
     assert deb.read_bytes() == b"pool deb"
+    assert apt.urls == [f"{POOL}/linux-config-6.12_6.12.117-1~deb12u1_arm64.deb"]
+    assert not any(c[:2] == ["apt-get", "download"] and "--print-uris" not in c
+                   for c in apt.calls)
+    assert [p.name for p in tmp_path.iterdir()] == [deb.name]
+
+
+def test_the_pool_is_the_pinned_one_when_apt_prints_none(monkeypatch, tmp_path):
+    _pin(monkeypatch)
+    apt = _Apt([], uris=False)
+    _download(monkeypatch, tmp_path, apt)
     assert apt.urls == [f"{config.SOURCE_POOL}/linux-config-6.12_6.12.117-1~deb12u1_arm64.deb"]
-    assert not any(c[:2] == ["apt-get", "download"] for c in apt.calls)
+
+
+def test_a_pool_file_name_has_no_epoch(monkeypatch, tmp_path):
+    """Pool file names drop a version's epoch; the local name keeps it as
+    apt writes it (%3a)."""
+    _pin(monkeypatch, "1:6.12.117-1~deb12u1")
+    apt = _Apt([])
+    deb = _download(monkeypatch, tmp_path, apt, version="1:6.12.117-1~deb12u1")
+    assert apt.urls == [f"{POOL}/linux-config-6.12_6.12.117-1~deb12u1_arm64.deb"]
+    assert deb.name == "linux-config-6.12_1%3a6.12.117-1~deb12u1_arm64.deb" and deb.exists()
 
 
 def test_a_pool_download_with_another_sha256_is_refused(monkeypatch, tmp_path):
     """A .deb from the pool whose sha256 is not the pinned one is an error,
     and nothing is left where the lab would take it next time."""
+    _pin(monkeypatch)
     apt = _Apt([], body=b"something else")
     with pytest.raises(debian.LabError, match="not the pinned"):
         _download(monkeypatch, tmp_path, apt)
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("error", [
+    __import__("http.client").client.IncompleteRead(b"pool", 1000),
+    ConnectionResetError("reset"), KeyboardInterrupt()])
+def test_a_download_cut_short_leaves_nothing(monkeypatch, tmp_path, error):
+    """A connection that ends early is a LabError, not a traceback, and an
+    interrupt goes through; neither leaves a file behind."""
+    _pin(monkeypatch)
+    apt = _Apt([], body=error)
+    want = KeyboardInterrupt if isinstance(error, KeyboardInterrupt) else debian.LabError
+    with pytest.raises(want):
+        _download(monkeypatch, tmp_path, apt)
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_config_in_neither_index_nor_pool_is_an_error(monkeypatch, tmp_path):
+    _pin(monkeypatch)
     apt = _Apt([], body=None)
     with pytest.raises(debian.LabError, match="neither apt's index nor the archive's pool"):
         _download(monkeypatch, tmp_path, apt)
     assert not list(tmp_path.iterdir())
 
 
-def test_an_unlisted_version_without_a_pin_is_an_error(monkeypatch, tmp_path):
-    """A version the index does not list and the lab does not pin (a newer
-    source taken when the pinned one went) is not downloaded blind."""
+@pytest.mark.parametrize("version,pins", [
+    ("6.12.119-1~deb12u1", {}),                          # a version not pinned
+    (config.SOURCE_VERSION, {"amd64": "0" * 64}),        # pinned, not for this arch
+])
+def test_an_unlisted_config_without_a_pin_is_an_error(monkeypatch, tmp_path, version, pins):
+    """A config the index does not list and the lab pins no sha256 of (a
+    newer source taken when the pinned one went, an arch not pinned) is
+    not downloaded blind."""
+    monkeypatch.setitem(config.CONFIG_DEB_SHA256, version, pins)
     apt = _Apt(["6.12.118-1~deb12u1"])
     with pytest.raises(debian.LabError, match="pins no sha256"):
-        _download(monkeypatch, tmp_path, apt, version="6.12.119-1~deb12u1")
+        _download(monkeypatch, tmp_path, apt, version=version)
     assert not apt.urls
 
 
@@ -234,8 +300,11 @@ def test_the_pinned_source_comes_from_the_pool_once_unlisted(monkeypatch, work_i
     apt = _Apt(["6.12.118-1~deb12u1"])
     deb, version = _source_download(monkeypatch, work_in_tmp, apt)
     assert version == config.SOURCE_VERSION and deb.read_bytes() == b"pool deb"
-    assert apt.urls == [f"{config.SOURCE_POOL}/linux-source-6.12_6.12.117-1~deb12u1_all.deb"]
-    assert not any(c[:2] == ["apt-get", "download"] for c in apt.calls)
+    assert apt.urls == [f"{POOL}/linux-source-6.12_6.12.117-1~deb12u1_all.deb"]
+    assert not any(c[:2] == ["apt-get", "download"] and "--print-uris" not in c
+                   for c in apt.calls)
+    # the next fetch takes the file it kept, without asking apt or the pool
+    assert _source_download(monkeypatch, work_in_tmp, _Apt([])) == (deb, version)
 
 
 def test_a_pool_source_with_another_sha256_is_refused(monkeypatch, work_in_tmp):
@@ -243,3 +312,14 @@ def test_a_pool_source_with_another_sha256_is_refused(monkeypatch, work_in_tmp):
     with pytest.raises(debian.LabError, match="not the pinned"):
         _source_download(monkeypatch, work_in_tmp, apt)
     assert not list((work_in_tmp / "dl").glob("linux-source-*"))
+
+
+def test_a_source_gone_from_the_pool_too_is_the_newest_with_a_warning(monkeypatch,
+                                                                     work_in_tmp, capsys):
+    """Only when the pool answers 404 does the lab take the newest 6.12 apt
+    lists, and says its results are not comparable."""
+    apt = _Apt(["6.12.118-1~deb12u1"], body=None)
+    deb, version = _source_download(monkeypatch, work_in_tmp, apt)
+    assert version == "6.12.118-1~deb12u1"
+    assert ["apt-get", "download", "linux-source-6.12=6.12.118-1~deb12u1"] in apt.calls
+    assert "NOT comparable" in capsys.readouterr().err

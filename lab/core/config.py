@@ -13,25 +13,28 @@ SOURCE_PACKAGE = "linux-source-6.12"
 SOURCE_VERSION = "6.12.117-1~deb12u1"
 # Its .deb's sha256, as bookworm-security's signed index gives it, and the
 # archive's pool directory of the source package, which keeps the .debs of
-# a version after the index stops listing it (kernel/source.py).
+# a version after the index stops listing it (kernel/source.py; apt's own
+# mirror of it while apt lists any version of the package).
 SOURCE_DEB_SHA256 = "e849faf31ca3555757f3a8877cb01af92122f744f75d1f3102734651c4e14703"
 SOURCE_POOL = "http://deb.debian.org/debian-security/pool/updates/main/l/linux-6.12"
 # Debian's own kernel configs of the same source package ('lab check'); one
 # .deb per Debian architecture, installed nowhere, unpacked into WORK/dl.
 CONFIG_PACKAGE = "linux-config-6.12"
-# The sha256 of CONFIG_PACKAGE's .deb of SOURCE_VERSION, per Debian
-# architecture.  bookworm-security's index lists only the newest
-# linux-config-6.12 (it lists older linux-source-6.12 too), so once a newer
-# one is out, apt-get cannot download the pinned one by version; the .deb
-# stays in the archive's pool (SOURCE_POOL), and the lab takes it from
-# there only when it has this sha256 (lab/kernel/debian.py).
-# Taken from the pool 2026-12-02, after 6.12.118-1~deb12u1 replaced it in
-# the index.  The configs they hold are the ones apt had verified before:
-# each hashes as in the kept verdicts of check/*/debian-* (judged on apt's
-# download), and they give docs/configs.md's table (tests/test_distro.py).
+# The sha256 of CONFIG_PACKAGE's .deb, by version and Debian architecture.
+# bookworm-security's index lists only the newest linux-config-6.12 (it
+# lists older linux-source-6.12 too), so once a newer one is out, apt-get
+# cannot download the pinned one by version; the .deb stays in the
+# archive's pool, and the lab takes it from there only when it has the
+# sha256 pinned here (lab/kernel/debian.py).  Taken from the pool
+# 2026-12-02, after 6.12.118-1~deb12u1 replaced it in the index.  The
+# configs they hold are the ones apt had verified before: each hashes as
+# in the kept verdicts of check/*/debian-* (judged on apt's download), and
+# they give docs/configs.md's table (tests/test_distro.py).
 CONFIG_DEB_SHA256 = {
-    "amd64": "9837dbdf866d58ff9cc64f106dbf0cbf16d1ea6e369b83c338d05e8860224b27",
-    "arm64": "5642ad362614657f7393b3999a02d3f33325c13a15227333fe2ef0cdc29d74c8",
+    "6.12.117-1~deb12u1": {
+        "amd64": "9837dbdf866d58ff9cc64f106dbf0cbf16d1ea6e369b83c338d05e8860224b27",
+        "arm64": "5642ad362614657f7393b3999a02d3f33325c13a15227333fe2ef0cdc29d74c8",
+    },
 }
 
 PATCHES = REPO / "patches"

@@ -61,23 +61,26 @@ def config_path(deb_arch):
 
 def download_config(deb_arch, version, deb):
     """Download linux-config-6.12 of version for deb_arch to the path deb:
-    with apt-get while apt's index lists that version, otherwise, for the
-    pinned version only, from the archive's pool (source.pool_download()),
-    kept only when its sha256 is the pinned one (config.CONFIG_DEB_SHA256)."""
+    with apt-get while apt's index lists that version (a binary package's
+    line of apt-cache madison), otherwise, for a version the lab pins a
+    sha256 of (config.CONFIG_DEB_SHA256), from the archive's pool
+    (source.pool_download()), kept only with that sha256."""
     spec = f"{config.CONFIG_PACKAGE}:{deb_arch}={version}"
     listed = run(["apt-cache", "madison", f"{config.CONFIG_PACKAGE}:{deb_arch}"],
                  capture=True, check=False).stdout or ""
-    if any(line.split("|")[1].strip() == version
-           for line in listed.splitlines() if line.count("|") >= 2):
+    fields = [[f.strip() for f in line.split("|")] for line in listed.splitlines()]
+    if any(len(f) >= 3 and f[1] == version and f[2].endswith("Packages")
+           for f in fields):
         run(["apt-get", "download", spec], cwd=deb.parent)
         return
-    want = config.CONFIG_DEB_SHA256.get(deb_arch)
-    if version != config.SOURCE_VERSION or not want:
+    want = config.CONFIG_DEB_SHA256.get(version, {}).get(deb_arch)
+    if not want:
         raise LabError(f"apt's index lists no {spec} and the lab pins no sha256 "
                        f"for it (config.CONFIG_DEB_SHA256): run 'apt-get update', "
                        f"or pin the .deb")
     say(f"apt's index no longer lists {spec}; taking it from the archive's pool")
-    if not source.pool_download(deb.name, want, deb):
+    if not source.pool_download(source.deb_filename(config.CONFIG_PACKAGE, version,
+                                                    deb_arch), want, deb):
         raise LabError(f"{spec}: neither apt's index nor the archive's pool has it")
 
 

@@ -7,6 +7,7 @@ Layout under WORK/src:
 """
 
 import hashlib
+import http.client
 import os
 import re
 import shutil
@@ -42,7 +43,10 @@ def available_versions():
 
 
 def download():
-    """Download the pinned .deb (or the newest 6.12, loudly) and return its path."""
+    """Download the pinned .deb and return (its path, its version): with
+    apt-get while apt's index lists the version, otherwise from the
+    archive's pool with the pinned sha256 (pool_download()); only when the
+    pool has it no more, the newest 6.12 apt lists, with a warning."""
     dl = _dl_dir()
     debs = sorted(dl.glob(f"{config.SOURCE_PACKAGE}_*.deb"))
     pinned = config.SOURCE_VERSION.replace(":", "%3a")
@@ -55,10 +59,11 @@ def download():
         raise LabError(f"apt knows no {config.SOURCE_PACKAGE}; run 'apt-get update' "
                        "(the package is in bookworm-security)")
     if version not in avail:
-        deb = dl / f"{config.SOURCE_PACKAGE}_{version}_all.deb"
+        deb = dl / f"{config.SOURCE_PACKAGE}_{pinned}_all.deb"
         say(f"apt's index no longer lists {config.SOURCE_PACKAGE} {version}; "
             "taking it from the archive's pool")
-        if pool_download(deb.name, config.SOURCE_DEB_SHA256, deb):
+        if pool_download(deb_filename(config.SOURCE_PACKAGE, version, "all"),
+                         config.SOURCE_DEB_SHA256, deb):
             return deb, version
         newest = avail[0]
         warn("*" * 70)
@@ -75,32 +80,55 @@ def download():
     return debs[0], version
 
 
+def deb_filename(package, version, arch):
+    """A .deb's file name in the archive's pool: the version without its
+    epoch."""
+    return f"{package}_{version.split(':', 1)[-1]}_{arch}.deb"
+
+
+def pool_dir():
+    """The source package's directory of the archive's pool, as apt reaches
+    it (its mirror and proxy): the directory of the newest listed
+    linux-source-6.12 (every version of the source package shares it), or
+    config.SOURCE_POOL when apt lists none."""
+    p = run(["apt-get", "download", "--print-uris", config.SOURCE_PACKAGE],
+            capture=True, check=False, quiet=True)
+    uris = re.findall(r"^'([^']+)'", p.stdout or "", re.M) if p.returncode == 0 else []
+    return uris[0].rsplit("/", 1)[0] if uris else config.SOURCE_POOL
+
+
 def pool_download(filename, sha256, dest):
     """Download filename from the source package's directory of the
-    archive's pool (config.SOURCE_POOL), which keeps a version's .debs
-    after apt's index stops listing it, to dest; keep it only when its
-    sha256 is sha256.  Returns whether the pool had it (False for HTTP
-    404); a download that fails otherwise, or another sha256, is a
-    LabError and leaves nothing at dest."""
-    url = f"{config.SOURCE_POOL}/{urllib.parse.quote(filename, safe='')}"
+    archive's pool (pool_dir()), which keeps a version's .debs after apt's
+    index stops listing it, to dest; keep it only when its sha256 is
+    sha256.  Returns whether the pool had it (False for HTTP 404).  A
+    download that fails otherwise, or has another sha256, is a LabError;
+    whatever way it ends short of the sha256 matching, nothing is left at
+    dest or beside it."""
+    url = f"{pool_dir()}/{urllib.parse.quote(filename, safe='')}"
     say(f"downloading {url}")
     part = dest.with_name(dest.name + ".part")
+    h = hashlib.sha256()
     try:
-        with urllib.request.urlopen(url, timeout=300) as r:
-            part.write_bytes(r.read())
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            warn(f"{url}: not in the pool (404)")
-            return False
-        raise LabError(f"could not download {url}: {e}") from None
-    except OSError as e:
-        raise LabError(f"could not download {url}: {e}") from None
-    got = hashlib.sha256(part.read_bytes()).hexdigest()
-    if got != sha256:
-        part.unlink()
-        raise LabError(f"{url}: sha256 {got}, not the pinned {sha256}; not used")
-    part.rename(dest)
-    return True
+        try:
+            with urllib.request.urlopen(url, timeout=300) as r, open(part, "wb") as f:
+                while chunk := r.read(1 << 20):
+                    h.update(chunk)
+                    f.write(chunk)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                warn(f"{url}: not in the pool (404)")
+                return False
+            raise LabError(f"could not download {url}: {e}") from None
+        except (OSError, http.client.HTTPException) as e:
+            raise LabError(f"could not download {url}: {type(e).__name__}: {e}") from None
+        if h.hexdigest() != sha256:
+            raise LabError(f"{url}: sha256 {h.hexdigest()}, not the pinned {sha256}; "
+                           "not used")
+        part.rename(dest)
+        return True
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def fetch():
