@@ -422,6 +422,7 @@ def test_debian_config_downloads_and_unpacks_once(work, monkeypatch):
         return type("P", (), {"returncode": 0})()
 
     monkeypatch.setattr(debian, "run", run)
+    monkeypatch.setattr(debian.source, "run", run)
     path = check.debian_config(check.TARGETS["arm64"])
     assert path.read_text() == "CONFIG_ARM64=y\n"
     assert [c[0] for c in commands] == ["apt-cache", "apt-get", "dpkg-deb"]

@@ -61,16 +61,12 @@ def config_path(deb_arch):
 
 def download_config(deb_arch, version, deb):
     """Download linux-config-6.12 of version for deb_arch to the path deb:
-    with apt-get while apt's index lists that version (a binary package's
-    line of apt-cache madison), otherwise, for a version the lab pins a
+    with apt-get while apt's index lists that version
+    (source.available_versions()), otherwise, for a version the lab pins a
     sha256 of (config.CONFIG_DEB_SHA256), from the archive's pool
     (source.pool_download()), kept only with that sha256."""
     spec = f"{config.CONFIG_PACKAGE}:{deb_arch}={version}"
-    listed = run(["apt-cache", "madison", f"{config.CONFIG_PACKAGE}:{deb_arch}"],
-                 capture=True, check=False).stdout or ""
-    fields = [[f.strip() for f in line.split("|")] for line in listed.splitlines()]
-    if any(len(f) >= 3 and f[1] == version and f[2].endswith("Packages")
-           for f in fields):
+    if version in source.available_versions(f"{config.CONFIG_PACKAGE}:{deb_arch}"):
         run(["apt-get", "download", spec], cwd=deb.parent)
         return
     want = config.CONFIG_DEB_SHA256.get(version, {}).get(deb_arch)

@@ -31,10 +31,12 @@ def _dl_dir():
     return d
 
 
-def available_versions():
-    """Versions of the source package apt can download, newest first."""
-    text = out(["apt-cache", "madison", config.SOURCE_PACKAGE])
-    vers = [line.split("|")[1].strip() for line in text.splitlines() if "|" in line]
+def available_versions(package=config.SOURCE_PACKAGE):
+    """Versions of package (a name, or name:arch) that apt can download,
+    newest first: those of apt-cache madison's binary package lines."""
+    text = run(["apt-cache", "madison", package], capture=True, quiet=True).stdout or ""
+    fields = [[f.strip() for f in line.split("|")] for line in text.splitlines()]
+    vers = [f[1] for f in fields if len(f) >= 3 and f[2].endswith("Packages")]
     seen = []
     for v in vers:
         if v not in seen:
