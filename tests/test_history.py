@@ -32,7 +32,7 @@ def test_a_changed_run_changes_the_page(tmp_path):
     after = history.history(copy)
     assert after != before
     # the heading and words stay: only the figures follow the runs
-    assert (d / "note.md").read_text().rstrip() in after
+    assert history.note_text(d) in after
 
 
 def test_sections_come_newest_first_then_the_older_ones():
@@ -63,3 +63,26 @@ def test_lab_report_history_writes_nothing_into_a_stored_measurement(tmp_path,
     assert sorted(str(f.relative_to(results)) for f in set(before) | set(after)
                   if before.get(f) != after.get(f)) == []
     assert (tmp_path / "docs" / "results.md").read_text() == history.history(results)
+
+
+def test_every_link_of_results_md_resolves():
+    """A note links from its own directory; on results.md each relative
+    link must still name a file (history.note_text() rewrites them)."""
+    import re
+    docs = config.REPO / "docs"
+    text = history.history(RESULTS)
+    targets = [t for t in re.findall(r"\]\(([^)#\s]+)", text)
+               if not re.match(r"[a-z]+:", t)]
+    assert targets
+    assert [t for t in targets if not (docs / t).exists()] == []
+
+
+def test_a_notes_relative_link_is_rewritten_for_results_md(tmp_path):
+    d = tmp_path / "results" / "2026-01-01-0000-x"
+    d.mkdir(parents=True)
+    (d / "note.md").write_text("see [a](../2026-01-01-0001-y/note.md), "
+                               "[b](../../known-costs.md#controls), "
+                               "[c](https://example.org/x) and [d](#top)\n")
+    assert history.note_text(d) == (
+        "see [a](results/2026-01-01-0001-y/note.md), "
+        "[b](known-costs.md#controls), [c](https://example.org/x) and [d](#top)")

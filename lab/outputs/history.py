@@ -16,6 +16,8 @@ from their reports.
 """
 
 import json
+import posixpath
+import re
 from pathlib import Path
 
 from ..core.util import LabError
@@ -145,6 +147,22 @@ def check_rows(groups, ws, arch, failed=frozenset()):
     return rows
 
 
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+
+
+def note_text(d, link_base="results"):
+    """A stored measurement's note.md, its relative links rewritten to hold
+    from results.md: the note links from its own directory (@d), the page
+    from @link_base's parent.  Links to a web address or to an anchor of
+    the page stay as they are."""
+    def fix(m):
+        target = m.group(2)
+        if re.match(r"[a-z]+:", target) or target.startswith(("#", "/")):
+            return m.group(0)
+        return m.group(1) + posixpath.normpath(f"{link_base}/{d.name}/{target}") + m.group(3)
+    return _LINK.sub(fix, (d / "note.md").read_text()).rstrip()
+
+
 def section(d, link_base="results"):
     """The Markdown of one stored measurement: a refused one (refusal())
     gives its words and why it is refused, no table of its runs; the
@@ -153,7 +171,7 @@ def section(d, link_base="results"):
     link = f"[{d.name}/report.md]({link_base}/{d.name}/report.md)"
     why = refusal(d)
     if why:
-        out = [(d / "note.md").read_text().rstrip(), "",
+        out = [note_text(d, link_base), "",
                f"**Refused**: {'; '.join(why)}. No table is made from its runs here, "
                "and the README takes no figure from it: the measurement needs "
                "making again.", ""]
@@ -165,7 +183,7 @@ def section(d, link_base="results"):
     bad = failed(d, runs, ws, arches)
     groups = stats.summarize(runs)
     probes = stats.summarize(runs, probe=True)
-    out = [(d / "note.md").read_text().rstrip(), ""]
+    out = [note_text(d, link_base), ""]
     rows = [row for a in arches for row in headline(groups, ws, a, bad)]
     if rows:
         out += ["| arch | workload | metric | stock | switch off | mode | switch on "
