@@ -10,6 +10,7 @@
   lab test [-a ARCH] [-v VARIANT] [--only NAME,...] [--no-cache] ...
   lab test --list             the test programs --only may name
   lab bench [-a ARCH] [-w WORKLOAD] [--quick] [--repeats N] [--no-cache]
+            [--stock] [--full] [--min-repeats N] [--kernel-config lab|debian]
   lab bench --list            the workloads, their modes and arches
   lab bench --bundle DIR -a ARCH [-w WORKLOAD] [--quick] [--repeats N]
                               the workloads and run-here.sh, for a machine
@@ -18,6 +19,8 @@
                               a directory run-here.sh wrote
   lab report --history        docs/results.md from the runs in docs/results/
   lab report --configs        docs/configs.md: the lab's kernels against Debian's configs
+  lab report --patches        docs/patches.md: each patch, its upstream, tests, workloads
+  lab report --tests [FILE]   the README's test counts from a stored full 'lab test'
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
@@ -27,7 +30,7 @@
                               LAVA jobs (qemu, and a Raspberry Pi 4) for the test plan
   lab lava --run -a ARCH [-f FLAVOUR] [--only P,...]
                               run the qemu job here with Debian's lava-dispatcher
-  lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--list]
+  lab check [--all] [-k NAME] [--full|--quick] [--no-cache] [--record] [--list]
                               build the series in more configs and arches
   lab --version               the lab's commit and the tree id of patches/
 
