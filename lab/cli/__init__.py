@@ -24,6 +24,9 @@
   lab harden [-a ARCH] [-v VARIANT] [--minutes M] [--round S] [--short]
   lab profile -a ARCH -w WORKLOAD [-m MODE ...] [--quick]
                               instructions per kernel function, stock vs patched
+  lab codegen [-a ARCH] [--object OBJ ...] [--stock-dir DIR --patched-dir DIR]
+                              the functions the series claims compile as
+                              6.12's, compared in the built kernels (objdump)
   lab fresh                   run .ci/run in a clean Debian 12 root (mmdebstrap)
   lab export --debian DIR     the series as a quilt queue for Debian's linux package
   lab lava -a ARCH -f FLAVOUR --url URL --out DIR [--only P,...] [--no-kvm]
@@ -45,13 +48,13 @@ import signal
 import sys
 
 from ..core.util import LabError, stop_children
-from . import (bench, boot, build, check, deps, export, fresh, harden, image, lava,
-               profile, source, test)
+from . import (bench, boot, build, check, codegen, deps, export, fresh, harden, image,
+               lava, profile, source, test)
 
 # Each module adds its command(s) to the parser and runs them (cmd_*), in
 # the order 'lab --help' lists them.
-COMMANDS = (deps, source, build, image, boot, test, bench, profile, harden, fresh,
-            export, lava, check)
+COMMANDS = (deps, source, build, image, boot, test, bench, profile, codegen, harden,
+            fresh, export, lava, check)
 
 # The exit status of a usage error (argparse's own) and of a LabError: a
 # script can tell a wrong command line from a lab that could not go on,

@@ -44,9 +44,10 @@ COMMANDS = {
     # installs nothing) and the guest's Debian packages
     "apt-get": "apt", "apt-cache": "apt",
     # the guest image: shared libraries of stress-ng and trinity; lab
-    # profile: the symbols of vmlinux
-    "readelf": "binutils", "nm": "binutils",
+    # profile: the symbols of vmlinux; lab codegen: the objects' code
+    "readelf": "binutils", "nm": "binutils", "objdump": "binutils",
     "aarch64-linux-gnu-nm": "binutils-aarch64-linux-gnu",
+    "aarch64-linux-gnu-objdump": "binutils-aarch64-linux-gnu",
     # boots: QEMU and the fresh XFS disk
     "qemu-system-x86_64": "qemu-system-x86",
     "qemu-system-aarch64": "qemu-system-arm",

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The 'lab codegen' command: the claims of kernel/codegen.py's SAME, each
+checked in the objects of the two built kernels of an arch (stock 6.12 and
+the series, the lab's config), and on request every function of an object.
+
+It builds nothing: the kernels are 'lab build's (or two build directories
+named on the command line, one arch).  A claim whose object or function is
+missing fails like one whose code differs.
+"""
+
+from pathlib import Path
+
+from ..core import config
+from ..core.util import LabError, say
+from ..kernel import codegen
+
+VARIANT = "default"
+
+
+def build_dirs(arch_name, stock=None, patched=None):
+    """(stock, patched) build directories of @arch_name: the lab's unless
+    both are given."""
+    if (stock is None) != (patched is None):
+        raise LabError("--stock-dir and --patched-dir go together")
+    if stock is not None:
+        return Path(stock), Path(patched)
+    return (config.build_dir(arch_name, VARIANT, "stock"),
+            config.build_dir(arch_name, VARIANT, "patched"))
+
+
+class Objects:
+    """codegen.functions() of the objects of one build directory, each
+    disassembled once."""
+
+    def __init__(self, root, objdump):
+        self.root, self.objdump, self.seen = root, objdump, {}
+
+    def __getitem__(self, obj):
+        if obj not in self.seen:
+            self.seen[obj] = codegen.functions(self.root / obj, self.objdump)
+        return self.seen[obj]
+
+
+def claim_rows(arch_name, stock, patched, claims=codegen.SAME):
+    """[(ok, line)] of the claims of @arch_name, from two Objects."""
+    rows = []
+    for c in (c for c in claims if c.arch == arch_name):
+        name = (c.stock if c.stock == c.patched else f"{c.stock} = {c.patched}")
+        try:
+            status, detail = codegen.compare(stock[c.obj].get(c.stock),
+                                             patched[c.obj].get(c.patched))
+        except LabError as e:
+            status, detail = "missing", str(e)
+        rows.append((status == "same",
+                     f"{arch_name} {c.obj} {name} ({c.patch}): {status}, {detail}"))
+    return rows
+
+
+def main(arches, stock_dir=None, patched_dir=None, objects=()):
+    """Print each claim as a KTAP line and each object of @objects function
+    by function; return 0 when every claim holds, 1 otherwise."""
+    if stock_dir is not None and len(arches) != 1:
+        raise LabError("--stock-dir and --patched-dir need one arch (-a)")
+    rows = []
+    for arch_name in arches:
+        a = config.arch(arch_name)
+        s_dir, p_dir = build_dirs(arch_name, stock_dir, patched_dir)
+        say(f"{arch_name}: 6.12 in {s_dir}, the series in {p_dir}")
+        objdump = codegen.objdump_cmd(a.cross)
+        stock, patched = Objects(s_dir, objdump), Objects(p_dir, objdump)
+        rows += claim_rows(arch_name, stock, patched)
+        for obj in objects:
+            for f, status, detail in codegen.object_table(stock[obj], patched[obj]):
+                print(f"# {arch_name} {obj} {f}: {status}, {detail}")
+    print("KTAP version 1")
+    print(f"1..{len(rows)}")
+    for n, (ok, line) in enumerate(rows, 1):
+        print(f"{'ok' if ok else 'not ok'} {n} {line}")
+    failed = sum(1 for ok, _ in rows if not ok)
+    print(f"{len(rows) - failed} passed, {failed} failed")
+    return 1 if failed or not rows else 0

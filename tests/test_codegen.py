@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Host tests of 'lab codegen' (lab/kernel/codegen.py, lab/commands/codegen.py):
+a function compiled the same at another address is the same, one that calls
+something else or runs another instruction differs, and a claim whose code
+differs, or whose object or function is missing, ends the run non-zero."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from lab.commands import codegen as cmd
+from lab.core.util import LabError
+from lab.kernel import codegen
+
+X86 = """
+0000000000000000 <helper>:
+   0:	endbr64
+   4:	ret
+
+0000000000000010 <walk>:
+  10:	mov    0x0(%rip),%ecx        # 16 <walk+0x6>
+  16:	test   %ecx,%ecx
+  18:	je     20 <walk+0x10>
+  1a:	call   0 <helper>
+			1b: R_X86_64_PLT32	helper-0x4
+  1f:	ret
+  20:	xor    %eax,%eax
+  22:	ret
+"""
+
+# the same walk, renamed and at another address, after another function
+X86_MOVED = X86.replace("<walk", "<__walk").replace("  10:", " 110:").replace(
+    "0000000000000010 <__walk>", "0000000000000110 <__walk>")
+
+ARM64 = """
+0000000000000040 <convert>:
+  40:	mov	w5, #0x27                  	// #39
+  44:	b.eq	4c <convert+0xc>  // b.none
+  48:	bl	0 <memset>
+			48: R_AARCH64_CALL26	memset
+  4c:	ret
+"""
+
+
+def test_a_function_at_another_address_or_name_is_the_same():
+    a, b = codegen.parse(X86)["walk"], codegen.parse(X86_MOVED)["__walk"]
+    assert codegen.compare(a, b)[0] == "same"
+    assert "<.+0x10>" in " ".join(a)      # a branch inside the function
+
+
+def test_arm64_comments_go_and_a_call_keeps_its_symbol():
+    body = codegen.parse(ARM64)["convert"]
+    assert body[0] == "mov w5, #0x27"
+    assert "reloc R_AARCH64_CALL26 memset" in body
+    assert any(i.startswith("bl <memset") for i in body)
+
+
+def test_a_call_to_another_function_differs():
+    other = X86.replace("helper-0x4", "other-0x4").replace("call   0 <helper>",
+                                                            "call   0 <other>")
+    a, b = codegen.parse(X86)["walk"], codegen.parse(other)["walk"]
+    status, detail = codegen.compare(a, b)
+    assert status == "differs"
+    assert "first difference at line 4" in detail
+
+
+def test_one_instruction_more_differs():
+    more = X86.replace("  20:	xor    %eax,%eax\n", "  20:	xor    %eax,%eax\n  21:	nop\n")
+    status, _ = codegen.compare(codegen.parse(X86)["walk"], codegen.parse(more)["walk"])
+    assert status == "differs"
+
+
+def test_a_missing_function_is_missing():
+    assert codegen.compare(None, ["ret"])[0] == "missing"
+    assert codegen.compare(["ret"], None)[0] == "missing"
+
+
+class FakeObjects(dict):
+    """Objects stand-in: {object: parse() result}; an absent object raises
+    as codegen.functions() does for a file that is not there."""
+
+    def __getitem__(self, obj):
+        if obj not in self:
+            raise LabError(f"{obj} is missing: build that kernel first ('lab build')")
+        return dict.__getitem__(self, obj)
+
+
+CLAIM = (codegen.Same("x86_64", "mm/walk.o", "walk", "__walk", "0000", "test"),)
+
+
+def test_a_claim_holds_when_the_code_is_the_same():
+    rows = cmd.claim_rows("x86_64", FakeObjects({"mm/walk.o": codegen.parse(X86)}),
+                          FakeObjects({"mm/walk.o": codegen.parse(X86_MOVED)}), CLAIM)
+    assert [ok for ok, _ in rows] == [True]
+
+
+@pytest.mark.parametrize("patched", [
+    {"mm/walk.o": codegen.parse(X86_MOVED.replace("xor    %eax,%eax", "mov    $1,%eax"))},
+    {"mm/walk.o": codegen.parse(X86)},     # the series' name is not there
+    {},                                    # the object is not there
+])
+def test_a_claim_fails_when_it_does_not_hold(patched):
+    rows = cmd.claim_rows("x86_64", FakeObjects({"mm/walk.o": codegen.parse(X86)}),
+                          FakeObjects(patched), CLAIM)
+    assert [ok for ok, _ in rows] == [False]
+
+
+def test_main_exits_1_on_a_failed_claim_and_on_no_claim(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cmd, "claim_rows", lambda *a: [(True, "a"), (False, "b")])
+    assert cmd.main(["x86_64"], tmp_path, tmp_path) == 1
+    out = capsys.readouterr().out
+    assert "not ok 2 b" in out and out.rstrip().endswith("1 passed, 1 failed")
+    monkeypatch.setattr(cmd, "claim_rows", lambda *a: [])
+    assert cmd.main(["x86_64"], tmp_path, tmp_path) == 1
+    monkeypatch.setattr(cmd, "claim_rows", lambda *a: [(True, "a")])
+    assert cmd.main(["x86_64"], tmp_path, tmp_path) == 0
+
+
+def test_build_dirs_go_together():
+    with pytest.raises(LabError):
+        cmd.build_dirs("x86_64", "/a", None)
+    with pytest.raises(LabError):
+        cmd.main(["x86_64", "arm64"], "/a", "/b")
+
+
+def test_every_claim_names_an_arch_object_and_patch():
+    from lab.core import config
+    for c in codegen.SAME:
+        assert c.arch in config.ARCHES
+        assert c.obj.endswith(".o") and c.patch.isdigit() and c.why
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("objdump")),
+                    reason="needs the host's gcc and objdump")
+def test_real_objects_compiled_twice(tmp_path):
+    """gcc -O2 objects: the same function beside different neighbours is
+    the same; a changed constant differs."""
+    walk = "int walk(int *p, int n) { int s = 0; for (int i = 0; i < n; i++) s += p[i] * K; return s; }\n"
+    srcs = {"a": "#define K 3\nint other(void) { return 1; }\n" + walk,
+            "b": "#define K 3\n" + walk + "long more(long x) { return x * 7 + 2; }\n",
+            "c": "#define K 5\n" + walk}
+    objs = {}
+    for name, text in srcs.items():
+        (tmp_path / f"{name}.c").write_text(text)
+        subprocess.run(["gcc", "-O2", "-c", "-o", str(tmp_path / f"{name}.o"),
+                        str(tmp_path / f"{name}.c")], check=True)
+        objs[name] = codegen.functions(tmp_path / f"{name}.o", "objdump")
+    assert codegen.compare(objs["a"]["walk"], objs["b"]["walk"])[0] == "same"
+    assert codegen.compare(objs["a"]["walk"], objs["c"]["walk"])[0] == "differs"
+    with pytest.raises(LabError):
+        codegen.functions(tmp_path / "absent.o", "objdump")
+
+
+def test_end_padding_is_not_code():
+    padded = X86.replace("  22:	ret\n", "  22:	ret\n  23:	nopl   0x0(%rax,%rax,1)\n"
+                         "  2a:	data16 cs nopw 0x0(%rax,%rax,1)\n")
+    assert codegen.parse(padded)["walk"] == codegen.parse(X86)["walk"]
+    inner = X86.replace("  1f:	ret\n", "  1f:	nop\n  1f:	ret\n")
+    assert codegen.parse(inner)["walk"] != codegen.parse(X86)["walk"]
