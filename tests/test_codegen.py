@@ -33,6 +33,11 @@ X86 = """
 X86_MOVED = X86.replace("<walk", "<__walk").replace("  10:", " 110:").replace(
     "0000000000000010 <__walk>", "0000000000000110 <__walk>")
 
+def bodies(text):
+    """parse()'s function bodies of an objdump text."""
+    return codegen.parse(text)[0]
+
+
 ARM64 = """
 0000000000000040 <convert>:
   40:	mov	w5, #0x27                  	// #39
@@ -44,13 +49,13 @@ ARM64 = """
 
 
 def test_a_function_at_another_address_or_name_is_the_same():
-    a, b = codegen.parse(X86)["walk"], codegen.parse(X86_MOVED)["__walk"]
+    a, b = bodies(X86)["walk"], bodies(X86_MOVED)["__walk"]
     assert codegen.compare(a, b)[0] == "same"
     assert "<.+0x10>" in " ".join(a)      # a branch inside the function
 
 
 def test_arm64_comments_go_and_a_call_keeps_its_symbol():
-    body = codegen.parse(ARM64)["convert"]
+    body = bodies(ARM64)["convert"]
     assert body[0] == "mov w5, #0x27"
     assert "reloc R_AARCH64_CALL26 memset" in body
     assert any(i.startswith("bl <memset") for i in body)
@@ -59,7 +64,7 @@ def test_arm64_comments_go_and_a_call_keeps_its_symbol():
 def test_a_call_to_another_function_differs():
     other = X86.replace("helper-0x4", "other-0x4").replace("call   0 <helper>",
                                                             "call   0 <other>")
-    a, b = codegen.parse(X86)["walk"], codegen.parse(other)["walk"]
+    a, b = bodies(X86)["walk"], bodies(other)["walk"]
     status, detail = codegen.compare(a, b)
     assert status == "differs"
     assert "first difference at line 4" in detail
@@ -67,7 +72,7 @@ def test_a_call_to_another_function_differs():
 
 def test_one_instruction_more_differs():
     more = X86.replace("  20:	xor    %eax,%eax\n", "  20:	xor    %eax,%eax\n  21:	nop\n")
-    status, _ = codegen.compare(codegen.parse(X86)["walk"], codegen.parse(more)["walk"])
+    status, _ = codegen.compare(bodies(X86)["walk"], bodies(more)["walk"])
     assert status == "differs"
 
 
@@ -90,31 +95,34 @@ CLAIM = (codegen.Same("x86_64", "mm/walk.o", "walk", "__walk", "0000", "test"),)
 
 
 def test_a_claim_holds_when_the_code_is_the_same():
-    rows = cmd.claim_rows("x86_64", FakeObjects({"mm/walk.o": codegen.parse(X86)}),
-                          FakeObjects({"mm/walk.o": codegen.parse(X86_MOVED)}), CLAIM)
+    rows = cmd.claim_rows("x86_64", FakeObjects({"mm/walk.o": bodies(X86)}),
+                          FakeObjects({"mm/walk.o": bodies(X86_MOVED)}), CLAIM)
     assert [ok for ok, _ in rows] == [True]
 
 
 @pytest.mark.parametrize("patched", [
-    {"mm/walk.o": codegen.parse(X86_MOVED.replace("xor    %eax,%eax", "mov    $1,%eax"))},
-    {"mm/walk.o": codegen.parse(X86)},     # the series' name is not there
+    {"mm/walk.o": bodies(X86_MOVED.replace("xor    %eax,%eax", "mov    $1,%eax"))},
+    {"mm/walk.o": bodies(X86)},     # the series' name is not there
     {},                                    # the object is not there
 ])
 def test_a_claim_fails_when_it_does_not_hold(patched):
-    rows = cmd.claim_rows("x86_64", FakeObjects({"mm/walk.o": codegen.parse(X86)}),
+    rows = cmd.claim_rows("x86_64", FakeObjects({"mm/walk.o": bodies(X86)}),
                           FakeObjects(patched), CLAIM)
     assert [ok for ok, _ in rows] == [False]
 
 
 def test_main_exits_1_on_a_failed_claim_and_on_no_claim(monkeypatch, tmp_path, capsys):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "p").mkdir()
+    s_dir, p_dir = tmp_path / "s", tmp_path / "p"
     monkeypatch.setattr(cmd, "claim_rows", lambda *a: [(True, "a"), (False, "b")])
-    assert cmd.main(["x86_64"], tmp_path, tmp_path) == 1
+    assert cmd.main(["x86_64"], s_dir, p_dir) == 1
     out = capsys.readouterr().out
     assert "not ok 2 b" in out and out.rstrip().endswith("1 passed, 1 failed")
     monkeypatch.setattr(cmd, "claim_rows", lambda *a: [])
-    assert cmd.main(["x86_64"], tmp_path, tmp_path) == 1
+    assert cmd.main(["x86_64"], s_dir, p_dir) == 1
     monkeypatch.setattr(cmd, "claim_rows", lambda *a: [(True, "a")])
-    assert cmd.main(["x86_64"], tmp_path, tmp_path) == 0
+    assert cmd.main(["x86_64"], s_dir, p_dir) == 0
 
 
 def test_build_dirs_go_together():
@@ -155,6 +163,88 @@ def test_real_objects_compiled_twice(tmp_path):
 def test_end_padding_is_not_code():
     padded = X86.replace("  22:	ret\n", "  22:	ret\n  23:	nopl   0x0(%rax,%rax,1)\n"
                          "  2a:	data16 cs nopw 0x0(%rax,%rax,1)\n")
-    assert codegen.parse(padded)["walk"] == codegen.parse(X86)["walk"]
+    assert bodies(padded)["walk"] == bodies(X86)["walk"]
     inner = X86.replace("  1f:	ret\n", "  1f:	nop\n  1f:	ret\n")
-    assert codegen.parse(inner)["walk"] != codegen.parse(X86)["walk"]
+    assert bodies(inner)["walk"] != bodies(X86)["walk"]
+
+
+def test_an_operand_or_an_addend_alone_differs():
+    imm = X86.replace("xor    %eax,%eax", "xor    %ecx,%ecx")
+    assert codegen.compare(bodies(X86)["walk"], bodies(imm)["walk"])[0] == "differs"
+    addend = X86.replace("helper-0x4", "helper-0x8")
+    assert codegen.compare(bodies(X86)["walk"], bodies(addend)["walk"])[0] == "differs"
+    arm_imm = ARM64.replace("mov	w5, #0x27                  	// #39",
+                            "mov	w5, #0x28                  	// #40")
+    assert codegen.compare(bodies(ARM64)["convert"], bodies(arm_imm)["convert"])[0] == "differs"
+    rip = X86.replace("# 16 <walk+0x6>", "# 1a <walk+0xa>")
+    assert codegen.compare(bodies(X86)["walk"], bodies(rip)["walk"])[0] == "differs"
+
+
+def test_skipped_zeros_are_not_nothing():
+    zeros = ARM64.replace("  4c:	ret\n", "\t...\n  54:	ret\n")
+    assert codegen.compare(bodies(ARM64)["convert"], bodies(zeros)["convert"])[0] == "differs"
+
+
+def test_padding_the_code_runs_into_is_code():
+    falls = X86.replace("  22:	ret\n", "  22:	nop\n")
+    assert bodies(falls)["walk"][-1] == "nop"
+
+
+def test_two_functions_of_one_name_are_refused():
+    with pytest.raises(LabError):
+        codegen.parse(X86 + X86)
+
+
+RELOCS = """
+RELOCATION RECORDS FOR [__jump_table]:
+OFFSET           TYPE              VALUE
+0000000000000000 R_X86_64_PC32     .text+0x0000000000000016
+0000000000000004 R_X86_64_PC32     .text+0x0000000000000020
+0000000000000008 R_X86_64_PC64     some_key+0x0000000000000002
+0000000000000010 R_X86_64_PC32     .text+0x0000000000000000
+0000000000000014 R_X86_64_PC32     .text+0x0000000000000004
+0000000000000018 R_X86_64_PC64     other_key
+"""
+
+
+def tables(relocs, raw=b"\0" * 32):
+    _, where = codegen.parse("Disassembly of section .text:\n" + X86)
+    return codegen.side_tables(codegen.read_relocs(relocs), {"__jump_table": raw}, where,
+                               "elf64-x86-64")
+
+
+def test_a_static_branch_is_part_of_its_function():
+    t = tables(RELOCS)
+    assert t["walk"] == ["__jump_table 0:R_X86_64_PC32:<.+0x6> 4:R_X86_64_PC32:<.+0x10> "
+                         "8:R_X86_64_PC64:some_key+0x0000000000000002 " + "00" * 16]
+    assert len(t["helper"]) == 1      # the second entry, about helper()
+    other_key = tables(RELOCS.replace("some_key+0x0000000000000002", "other_key+0x0000000000000002"))
+    assert other_key["walk"] != t["walk"]
+    other_kind = tables(RELOCS.replace("some_key+0x0000000000000002", "some_key"))
+    assert other_kind["walk"] != t["walk"]
+
+
+ALT = """
+RELOCATION RECORDS FOR [.altinstructions]:
+OFFSET           TYPE              VALUE
+0000000000000000 R_X86_64_PC32     .text+0x0000000000000016
+0000000000000004 R_X86_64_PC32     .altinstr_replacement
+"""
+
+
+def test_an_alternatives_cpu_feature_is_part_of_its_function():
+    _, where = codegen.parse("Disassembly of section .text:\n" + X86)
+
+    def alt(raw):
+        return codegen.side_tables(codegen.read_relocs(ALT), {".altinstructions": raw},
+                                   where, "elf64-x86-64")["walk"]
+    feature = bytes.fromhex("0000000000000000" + "75000000" + "0505")
+    assert alt(feature) == alt(feature)
+    assert alt(feature) != alt(bytes.fromhex("0000000000000000" + "76000000" + "0505"))
+    # the relocated fields are not bytes to compare
+    assert alt(feature) == alt(bytes.fromhex("1111111122222222" + "75000000" + "0505"))
+
+
+def test_one_directory_twice_is_refused(tmp_path):
+    with pytest.raises(LabError):
+        cmd.build_dirs("x86_64", tmp_path, tmp_path)

@@ -23,6 +23,9 @@ def build_dirs(arch_name, stock=None, patched=None):
     if (stock is None) != (patched is None):
         raise LabError("--stock-dir and --patched-dir go together")
     if stock is not None:
+        if Path(stock).resolve() == Path(patched).resolve():
+            raise LabError("--stock-dir and --patched-dir name one directory: "
+                           "every claim would hold")
         return Path(stock), Path(patched)
     return (config.build_dir(arch_name, VARIANT, "stock"),
             config.build_dir(arch_name, VARIANT, "patched"))
