@@ -188,6 +188,11 @@ def test_skipped_zeros_are_not_nothing():
 def test_padding_the_code_runs_into_is_code():
     falls = X86.replace("  22:	ret\n", "  22:	nop\n")
     assert bodies(falls)["walk"][-1] == "nop"
+    # a conditional branch falls through: the nop after it is code
+    cond = ARM64.replace("  4c:	ret\n", "  4c:	b.eq	40 <convert>\n  50:	nop\n")
+    assert bodies(cond)["convert"][-1] == "nop"
+    uncond = ARM64.replace("  4c:	ret\n", "  4c:	b	40 <convert>\n  50:	nop\n")
+    assert bodies(uncond)["convert"][-1] == "b <.>"
 
 
 def test_two_functions_of_one_name_are_refused():

@@ -76,7 +76,7 @@ def normalise(name, text):
 # the next one: not run, and present or not by what follows the function.
 # Only taken off after an instruction that does not fall through.
 _PADDING = re.compile(r"^(nop|data16 |cs nop|xchg %ax,%ax$|int3$)")
-_NO_FALL_THROUGH = re.compile(r"^(ret|retq|jmp|b|br|ud2|brk|udf)\b|^(jmp|b) ")
+_NO_FALL_THROUGH = re.compile(r"^(ret|retq|jmp|b|br|ud2|brk|udf)(\s|$)")
 
 
 def unpadded(body):
@@ -248,16 +248,15 @@ def functions(path, objdump):
     if not path.exists():
         raise LabError(f"{path} is missing: build that kernel first ('lab build')")
     dump = _objdump(objdump, ["-dr", "-z", "--no-show-raw-insn"], path)
-    fmt = re.search(r"file format (\S+)", dump)
+    m = re.search(r"file format (\S+)", dump)
+    fmt = m.group(1) if m else ""
     bodies, where = parse(dump)
-    tables = [s for s in ENTRY.get(fmt.group(1) if fmt else "", {})]
     relocs = read_relocs(_objdump(objdump, ["-r"], path))
-    present = [s for s in tables if s in relocs]
+    present = [s for s in ENTRY.get(fmt, {}) if s in relocs]
     contents = read_contents(_objdump(objdump, ["-s"] + [a for s in present
                                                          for a in ("-j", s)], path)) \
         if present else {}
-    for f, entries in side_tables(relocs, contents, where,
-                                  fmt.group(1) if fmt else "").items():
+    for f, entries in side_tables(relocs, contents, where, fmt).items():
         if f in bodies:
             bodies[f] = bodies[f] + ["table " + e for e in entries]
     return bodies
