@@ -253,3 +253,33 @@ def test_an_alternatives_cpu_feature_is_part_of_its_function():
 def test_one_directory_twice_is_refused(tmp_path):
     with pytest.raises(LabError):
         cmd.build_dirs("x86_64", tmp_path, tmp_path)
+
+
+class Tally(list):
+    def add(self, status, name, detail=""):
+        self.append((status, name, detail))
+
+
+def test_lab_test_rows_pass_a_claim_that_holds_and_fail_one_that_does_not(monkeypatch):
+    """tally_claims(): a row per claim of the arches asked, named by arch,
+    object and function; a claim whose code differs, or whose object is not
+    there (a build that did not happen), fails with the reason."""
+    claims = CLAIM + (codegen.Same("x86_64", "mm/gone.o", "g", "g", "0000", "test"),
+                      codegen.Same("arm64", "mm/walk.o", "walk", "walk", "0000", "test"))
+    objs = {"s": FakeObjects({"mm/walk.o": bodies(X86)}),
+            "p": FakeObjects({"mm/walk.o": bodies(X86_MOVED)})}
+    monkeypatch.setattr(cmd, "build_dirs", lambda a: ("s", "p"))
+    monkeypatch.setattr(cmd, "Objects", lambda root, objdump: objs[root])
+    t = Tally()
+    cmd.tally_claims(t, ["x86_64"], claims)
+    assert [(s, n) for s, n, _ in t] == [("pass", "x86_64/default/codegen/mm/walk.o:__walk"),
+                                         ("fail", "x86_64/default/codegen/mm/gone.o:g")]
+    assert "missing" in t[1][2]
+    objs["p"] = FakeObjects({"mm/walk.o": bodies(
+        X86_MOVED.replace("xor    %eax,%eax", "mov    $1,%eax"))})
+    t = Tally()
+    cmd.tally_claims(t, ["x86_64"], CLAIM)
+    assert [s for s, _, _ in t] == ["fail"] and "differs" in t[0][2]
+    t = Tally()
+    cmd.tally_claims(t, ["riscv64"], claims)     # no claim of that arch: no row
+    assert t == []

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lab import cli
-from lab.commands import check, harden, testrun
+from lab.commands import check, codegen, harden, testrun
 from lab.commands import test as testcmd
 from lab.core import config, tally
 from lab.kernel import build, export
@@ -32,6 +32,7 @@ def lab_test(monkeypatch, tmp_path):
     monkeypatch.setattr(export, "test_row", lambda t: None)
     monkeypatch.setattr(testcmd, "nosplit_check", lambda t, a, v: None)
     monkeypatch.setattr(harden, "short_form", lambda t, arches: None)
+    monkeypatch.setattr(codegen, "tally_claims", lambda t, arches: None)
 
     def run(rows=(("pass", "x86_64/default/patched/sanity/global.boot_release"),),
             **kw):
@@ -125,3 +126,33 @@ def test_a_run_whose_record_does_not_say_full_and_passed_is_refused(tmp_path, ca
     f.write_text(json.dumps([{"status": "pass", "name": "a", "detail": ""}]))
     tally.info_path(f).write_text(json.dumps(info))
     _refused(capsys, f)
+
+
+def test_a_full_run_checks_the_code_claims_and_fails_on_one(lab_test, monkeypatch):
+    """The claims of 6.12's code (lab codegen) are rows of a run of the
+    default kernels; a claim that does not hold, or a check that raised,
+    ends the run 1.  A run of --only or of another variant leaves them out."""
+    calls = []
+
+    def claims(t, arches, rows=(("pass", "x86_64/default/codegen/mm/a.o:f"),)):
+        calls.append(list(arches))
+        for status, name in rows:
+            t.add(status, name)
+    monkeypatch.setattr(codegen, "tally_claims", claims)
+    assert lab_test()[0] == 0 and calls == [list(config.ARCHES)]
+    monkeypatch.setattr(codegen, "tally_claims", lambda t, arches: claims(
+        t, arches, (("fail", "x86_64/default/codegen/mm/a.o:f"),)))
+    assert lab_test()[0] == 1
+
+    def raises(t, arches):
+        raise FileNotFoundError("objdump")
+    monkeypatch.setattr(codegen, "tally_claims", raises)
+    status, f = lab_test()
+    assert status == 1
+    assert {"status": "fail", "name": "codegen/lab",
+            "detail": "FileNotFoundError: objdump"} in json.loads(f.read_text())
+    calls.clear()
+    monkeypatch.setattr(codegen, "tally_claims", claims)
+    lab_test(only={"sanity"})
+    lab_test(variant="debug")
+    assert calls == []

@@ -526,6 +526,8 @@ deps.check = lambda: None
 source.apply = lambda: None
 build.build_ahead = lambda kernels: None
 export.test_row = lambda tally: None
+from lab.commands import codegen
+codegen.tally_claims = lambda tally, arches: None
 def fake(tally, arch_name, *args):
     if arch_name == "arm64":
         raise ValueError("injected")
@@ -547,12 +549,13 @@ def test_check_runs_beside_the_short_form_and_its_errors_are_rows(monkeypatch, t
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test
-    from lab.commands import check
+    from lab.commands import check, codegen
     from lab.kernel import export
 
     monkeypatch.setattr(config, "WORK", tmp_path)
     monkeypatch.setattr(testcmd, "main", lambda tally, *a, **kw: tally.add("pass", "x/y"))
     monkeypatch.setattr(export, "test_row", lambda tally: None)
+    monkeypatch.setattr(codegen, "tally_claims", lambda tally, arches: None)
     monkeypatch.setattr(build, "build", lambda *a, **kw: None)
     monkeypatch.setattr(testcmd, "nosplit_check", lambda tally, a, v: None)
     both = threading.Barrier(2, timeout=5)
@@ -593,16 +596,16 @@ def test_a_real_boot_keeps_its_plan_and_its_exit(monkeypatch):
     assert any("reclaim_tlb, khugepaged" in d for _, d in probs)
 
 
-@pytest.mark.parametrize("broken", ["short_form", "test_row"])
+@pytest.mark.parametrize("broken", ["short_form", "test_row", "tally_claims"])
 def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsys, broken):
-    """The load and the Debian export row run outside the arches' threads
-    (the nosplit boot guards its own body): a NameError in either must be a
-    failed row, and the run must still end with its 'N passed, N failed'
-    line, exit 1."""
+    """The load, the Debian export row and the code claims run outside the
+    arches' threads (the nosplit boot guards its own body): a NameError in
+    any must be a failed row, and the run must still end with its 'N
+    passed, N failed' line, exit 1."""
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test
-    from lab.commands import check
+    from lab.commands import check, codegen
     from lab.kernel import export
 
     def boom(*a, **kw):
@@ -614,7 +617,9 @@ def test_an_exception_in_any_step_of_lab_test_is_a_failed_row(monkeypatch, capsy
     monkeypatch.setattr(export, "test_row", lambda tally: None)
     monkeypatch.setattr(testcmd, "nosplit_check", lambda tally, a, v: None)
     monkeypatch.setattr(harden, "short_form", lambda tally, arches: None)
-    target = {"short_form": harden, "nosplit_check": testcmd, "test_row": export}[broken]
+    monkeypatch.setattr(codegen, "tally_claims", lambda tally, arches: None)
+    target = {"short_form": harden, "nosplit_check": testcmd, "test_row": export,
+              "tally_claims": codegen}[broken]
     monkeypatch.setattr(target, broken, boom)
     args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",
                            no_pytest=True, no_own=False, no_upstream=False,
@@ -632,7 +637,7 @@ def test_a_check_thread_that_ends_without_a_word_fails(monkeypatch, capsys):
     from types import SimpleNamespace
 
     from lab.cli import test as cli_test
-    from lab.commands import check
+    from lab.commands import check, codegen
     from lab.kernel import export
 
     def exits(tally, use_cache=True):
@@ -642,6 +647,7 @@ def test_a_check_thread_that_ends_without_a_word_fails(monkeypatch, capsys):
     monkeypatch.setattr(build, "build", lambda *a, **kw: None)
     monkeypatch.setattr(check, "ci_form", exits)
     monkeypatch.setattr(export, "test_row", lambda tally: None)
+    monkeypatch.setattr(codegen, "tally_claims", lambda tally, arches: None)
     monkeypatch.setattr(testcmd, "nosplit_check", lambda tally, a, v: None)
     monkeypatch.setattr(harden, "short_form", lambda tally, arches: None)
     args = SimpleNamespace(only=None, arch=None, no_harden=False, variant="default",

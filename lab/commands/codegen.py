@@ -59,6 +59,27 @@ def claim_rows(arch_name, stock, patched, claims=codegen.SAME):
     return rows
 
 
+def row_name(claim):
+    """The name of @claim's row in 'lab test': <arch>/<variant>/codegen/<object>:<function>."""
+    return f"{claim.arch}/{VARIANT}/codegen/{claim.obj}:{claim.patched}"
+
+
+def tally_claims(tally, arches, claims=codegen.SAME):
+    """'lab test''s rows for the claims of @arches, in the objects of the
+    kernels it built: a row per claim, passed when the code is the same and
+    failed when it differs or its object or function is missing (a build
+    that did not happen leaves no object: a failed row, not a pass)."""
+    for arch_name in arches:
+        mine = [c for c in claims if c.arch == arch_name]
+        if not mine:
+            continue
+        s_dir, p_dir = build_dirs(arch_name)
+        objdump = codegen.objdump_cmd(config.arch(arch_name).cross)
+        rows = claim_rows(arch_name, Objects(s_dir, objdump), Objects(p_dir, objdump), mine)
+        for c, (ok, line) in zip(mine, rows):
+            tally.add("pass" if ok else "fail", row_name(c), "" if ok else line)
+
+
 def main(arches, stock_dir=None, patched_dir=None, objects=()):
     """Print each claim as a KTAP line and each object of @objects function
     by function; return 0 when every claim holds, 1 otherwise."""

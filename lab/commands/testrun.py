@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The 'lab test' command as a whole: the host and guest suites (test.py),
-the export row, the CI leaves of 'lab check' beside the short form of
-'lab harden' (harden.py), and the summary.
+the claims of 6.12's code in the kernels built (codegen.py), the export
+row, the CI leaves of 'lab check' beside the short form of 'lab harden'
+(harden.py), and the summary.
 
 test.py and harden.py do not import each other; this module runs one after
 the other under one tally.
@@ -15,7 +16,7 @@ from ..core.tally import Tally
 from ..core.util import LabError, say
 from ..guest import image, suites
 from ..kernel import build, export
-from . import check, harden, test
+from . import check, codegen, harden, test
 
 
 def programs():
@@ -86,6 +87,9 @@ def run(arches, variant="default", only=None, pytest=True, own=True, upstream=Tr
               only=only, use_cache=use_cache,
               later=harden.short_kernels(arches) if harden_too else (), jobs=jobs)
     if not only:
+        if variant == "default":
+            # the series' claims of 6.12's code, in the kernels just built
+            test.guarded(tally, "codegen/lab", codegen.tally_claims, tally, arches)
         test.guarded(tally, "export/lab", export.test_row, tally)
     checker = None
     if check_too and not only:
