@@ -283,3 +283,14 @@ def test_lab_test_rows_pass_a_claim_that_holds_and_fail_one_that_does_not(monkey
     t = Tally()
     cmd.tally_claims(t, ["riscv64"], claims)     # no claim of that arch: no row
     assert t == []
+
+
+def test_lab_test_rows_fail_when_a_claim_gets_no_result(monkeypatch):
+    """A claim that claim_rows() answered nothing for is a failed row, not
+    a claim that silently went."""
+    monkeypatch.setattr(cmd, "build_dirs", lambda a: ("s", "p"))
+    monkeypatch.setattr(cmd, "Objects", lambda root, objdump: None)
+    monkeypatch.setattr(cmd, "claim_rows", lambda *a: [])
+    t = Tally()
+    cmd.tally_claims(t, ["x86_64"], CLAIM)
+    assert [(s, n) for s, n, _ in t] == [("fail", "x86_64/default/codegen/lab")]

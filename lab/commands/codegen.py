@@ -76,6 +76,9 @@ def tally_claims(tally, arches, claims=codegen.SAME):
         s_dir, p_dir = build_dirs(arch_name)
         objdump = codegen.objdump_cmd(config.arch(arch_name).cross)
         rows = claim_rows(arch_name, Objects(s_dir, objdump), Objects(p_dir, objdump), mine)
+        if len(rows) != len(mine):
+            tally.add("fail", f"{arch_name}/{VARIANT}/codegen/lab",
+                      f"{len(rows)} results for {len(mine)} claims")
         for c, (ok, line) in zip(mine, rows):
             tally.add("pass" if ok else "fail", row_name(c), "" if ok else line)
 
