@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from lab.commands import codegen as cmd
+from lab.core.tally import Tally
 from lab.core.util import LabError
 from lab.kernel import codegen
 
@@ -255,11 +256,6 @@ def test_one_directory_twice_is_refused(tmp_path):
         cmd.build_dirs("x86_64", tmp_path, tmp_path)
 
 
-class Tally(list):
-    def add(self, status, name, detail=""):
-        self.append((status, name, detail))
-
-
 def test_lab_test_rows_pass_a_claim_that_holds_and_fail_one_that_does_not(monkeypatch):
     """tally_claims(): a row per claim of the arches asked, named by arch,
     object and function; a claim whose code differs, or whose object is not
@@ -268,29 +264,29 @@ def test_lab_test_rows_pass_a_claim_that_holds_and_fail_one_that_does_not(monkey
                       codegen.Same("arm64", "mm/walk.o", "walk", "walk", "0000", "test"))
     objs = {"s": FakeObjects({"mm/walk.o": bodies(X86)}),
             "p": FakeObjects({"mm/walk.o": bodies(X86_MOVED)})}
-    monkeypatch.setattr(cmd, "build_dirs", lambda a: ("s", "p"))
+    monkeypatch.setattr(cmd, "build_dirs", lambda a, s=None, p=None: ("s", "p"))
     monkeypatch.setattr(cmd, "Objects", lambda root, objdump: objs[root])
     t = Tally()
     cmd.tally_claims(t, ["x86_64"], claims)
-    assert [(s, n) for s, n, _ in t] == [("pass", "x86_64/default/codegen/mm/walk.o:__walk"),
+    assert [(s, n) for s, n, _ in t.rows] == [("pass", "x86_64/default/codegen/mm/walk.o:__walk"),
                                          ("fail", "x86_64/default/codegen/mm/gone.o:g")]
-    assert "missing" in t[1][2]
+    assert "missing" in t.rows[1][2]
     objs["p"] = FakeObjects({"mm/walk.o": bodies(
         X86_MOVED.replace("xor    %eax,%eax", "mov    $1,%eax"))})
     t = Tally()
     cmd.tally_claims(t, ["x86_64"], CLAIM)
-    assert [s for s, _, _ in t] == ["fail"] and "differs" in t[0][2]
+    assert [s for s, _, _ in t.rows] == ["fail"] and "differs" in t.rows[0][2]
     t = Tally()
     cmd.tally_claims(t, ["riscv64"], claims)     # no claim of that arch: no row
-    assert t == []
+    assert t.rows == []
 
 
 def test_lab_test_rows_fail_when_a_claim_gets_no_result(monkeypatch):
     """A claim that claim_rows() answered nothing for is a failed row, not
     a claim that silently went."""
-    monkeypatch.setattr(cmd, "build_dirs", lambda a: ("s", "p"))
+    monkeypatch.setattr(cmd, "build_dirs", lambda a, s=None, p=None: ("s", "p"))
     monkeypatch.setattr(cmd, "Objects", lambda root, objdump: None)
     monkeypatch.setattr(cmd, "claim_rows", lambda *a: [])
     t = Tally()
     cmd.tally_claims(t, ["x86_64"], CLAIM)
-    assert [(s, n) for s, n, _ in t] == [("fail", "x86_64/default/codegen/lab")]
+    assert [(s, n) for s, n, _ in t.rows] == [("fail", "x86_64/default/codegen/lab")]

@@ -59,6 +59,14 @@ def claim_rows(arch_name, stock, patched, claims=codegen.SAME):
     return rows
 
 
+def arch_objects(arch_name, stock=None, patched=None):
+    """(stock, patched) Objects of @arch_name's two build directories
+    (build_dirs()), disassembled with the arch's objdump."""
+    s_dir, p_dir = build_dirs(arch_name, stock, patched)
+    objdump = codegen.objdump_cmd(config.arch(arch_name).cross)
+    return Objects(s_dir, objdump), Objects(p_dir, objdump)
+
+
 def row_name(claim):
     """The name of @claim's row in 'lab test': <arch>/<variant>/codegen/<object>:<function>."""
     return f"{claim.arch}/{VARIANT}/codegen/{claim.obj}:{claim.patched}"
@@ -73,9 +81,7 @@ def tally_claims(tally, arches, claims=codegen.SAME):
         mine = [c for c in claims if c.arch == arch_name]
         if not mine:
             continue
-        s_dir, p_dir = build_dirs(arch_name)
-        objdump = codegen.objdump_cmd(config.arch(arch_name).cross)
-        rows = claim_rows(arch_name, Objects(s_dir, objdump), Objects(p_dir, objdump), mine)
+        rows = claim_rows(arch_name, *arch_objects(arch_name), mine)
         if len(rows) != len(mine):
             tally.add("fail", f"{arch_name}/{VARIANT}/codegen/lab",
                       f"{len(rows)} results for {len(mine)} claims")
@@ -90,11 +96,8 @@ def main(arches, stock_dir=None, patched_dir=None, objects=()):
         raise LabError("--stock-dir and --patched-dir need one arch (-a)")
     rows = []
     for arch_name in arches:
-        a = config.arch(arch_name)
-        s_dir, p_dir = build_dirs(arch_name, stock_dir, patched_dir)
-        say(f"{arch_name}: 6.12 in {s_dir}, the series in {p_dir}")
-        objdump = codegen.objdump_cmd(a.cross)
-        stock, patched = Objects(s_dir, objdump), Objects(p_dir, objdump)
+        stock, patched = arch_objects(arch_name, stock_dir, patched_dir)
+        say(f"{arch_name}: 6.12 in {stock.root}, the series in {patched.root}")
         rows += claim_rows(arch_name, stock, patched)
         for obj in objects:
             for f, status, detail in codegen.object_table(stock[obj], patched[obj]):
