@@ -290,3 +290,91 @@ def test_lab_test_rows_fail_when_a_claim_gets_no_result(monkeypatch):
     t = Tally()
     cmd.tally_claims(t, ["x86_64"], CLAIM)
     assert [(s, n) for s, n, _ in t.rows] == [("fail", "x86_64/default/codegen/lab")]
+
+
+# arm64 assembles an alternative's replacement into a subsection after the
+# last function of .text: objdump shows it as more of that function.
+ARM64_SUB = """
+Disassembly of section .text:
+
+0000000000000000 <first>:
+   0:	mov	x0, #0x1
+   4:	ret
+
+0000000000000008 <last>:
+   8:	nop
+   c:	ret
+  10:	dsb	ish
+  14:	tlbi	vmalle1is
+"""
+SUB_SIZES = {"first": 8, "last": 8}
+SUB_ALT = """
+RELOCATION RECORDS FOR [.altinstructions]:
+OFFSET           TYPE              VALUE
+0000000000000000 R_AARCH64_PREL32  .text+0x0000000000000008
+0000000000000004 R_AARCH64_PREL32  .text+0x0000000000000010
+"""
+SUB_RAW = {".altinstructions": bytes.fromhex("00000000" "00000000" "2a00" "04" "08")}
+
+
+def sub_tables(dump, relocs=SUB_ALT, sizes=SUB_SIZES):
+    code = {}
+    bodies, where = codegen.parse(dump, sizes, code)
+    t = codegen.side_tables(codegen.read_relocs(relocs), SUB_RAW, where,
+                            "elf64-littleaarch64", code)
+    return bodies, t
+
+
+def test_code_after_a_functions_size_is_not_in_it():
+    """With the symbols' sizes, the replacement arm64 puts after the last
+    function is not that function's code; without them it would be."""
+    bodies, _ = sub_tables(ARM64_SUB)
+    assert bodies["last"] == ["nop", "ret"]
+    assert codegen.parse(ARM64_SUB)[0]["last"][-1] == "tlbi vmalle1is"
+    # a label without a size is no function
+    assert ".altinstr_replacement" not in codegen.parse(
+        "Disassembly of section .altinstr_replacement:\n\n"
+        "0000000000000000 <.altinstr_replacement>:\n   0:\tnop\n", {})[0]
+
+
+def test_an_alternatives_replacement_is_compared_by_its_code():
+    """The replacement's place is no difference, its instructions are."""
+    _, t = sub_tables(ARM64_SUB)
+    assert t["last"][0].endswith("replacement: dsb ish; tlbi vmalle1is")
+    # the same replacement, moved by a longer function before it
+    moved = ARM64_SUB.replace("   8:\tnop\n", "   8:\tnop\n   c:\tnop\n").replace(
+        "   c:\tret\n  10:\tdsb\tish\n  14:\ttlbi", "  10:\tret\n  14:\tdsb\tish\n  18:\ttlbi")
+    _, t2 = sub_tables(moved, SUB_ALT.replace(".text+0x0000000000000010",
+                                              ".text+0x0000000000000014"),
+                       {"first": 8, "last": 12})
+    assert t2["last"] == t["last"]
+    other = ARM64_SUB.replace("tlbi\tvmalle1is", "tlbi\tvmalle1")
+    assert sub_tables(other)[1]["last"] != t["last"]
+
+
+def test_a_string_or_out_of_line_block_is_compared_by_its_content():
+    """A relocation into merged strings compares the string, one into code
+    outside every function the block there; not their offsets."""
+    where = {"f": (".text", 0, 16)}
+    code = {".altinstr_aux": {0: ("testb  $0x1,0x0(%rip)        # 7 <.altinstr_aux+0x7>",
+                                  [("R_X86_64_PC32", "boot_cpu_data+0x6d")]),
+                              7: ("jmp    c <.altinstr_aux+0xc>",
+                                  [("R_X86_64_PC32", ".text+0x8")]),
+                              12: ("jmp    11 <.altinstr_aux+0x11>",
+                                   [("R_X86_64_PC32", ".text+0x4")])}}
+    strings = {".rodata.str1.1": b"one\0bad pte\0"}
+
+    def rel(value, code=code, strings=strings):
+        return codegen.body_reloc(f"reloc R_X86_64_32S {value}", where, "f", code, strings)
+
+    assert rel(".rodata.str1.1+0x4") == rel(".rodata.str1.1",
+                                            strings={".rodata.str1.1": b"bad pte\0"})
+    assert rel(".rodata.str1.1+0x4").endswith(":'bad pte'")
+    assert rel(".rodata.str1.1+0x0") != rel(".rodata.str1.1+0x4")
+    block = rel(".altinstr_aux+0x7")
+    assert block == "reloc R_X86_64_32S .altinstr_aux {jmp <> [R_X86_64_PC32 <.+0x8>]}"
+    assert rel(".altinstr_aux+0x0").count(";") == 1    # stops at the jmp
+    assert rel(".altinstr_aux+0xc") != block             # another target
+    # data elsewhere keeps its offset; code in a function is function-relative
+    assert rel(".data+0x10") == "reloc R_X86_64_32S .data+0x10"
+    assert rel(".text+0x4", code={".text": {}}) == "reloc R_X86_64_32S <.+0x4>"

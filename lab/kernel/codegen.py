@@ -51,8 +51,11 @@ SAME = (
 
 _FUNC = re.compile(r"^(?P<addr>[0-9a-f]+) <(?P<name>[^>]+)>:$")
 _SECTION = re.compile(r"^Disassembly of section (?P<name>\S+):$")
-_INSN = re.compile(r"^\s+[0-9a-f]+:\s+(?P<text>\S.*)$")
-_RELOC = re.compile(r"^\s+[0-9a-f]+: (?P<type>R_\S+)\s+(?P<sym>\S+)$")
+_INSN = re.compile(r"^\s+(?P<addr>[0-9a-f]+):\s+(?P<text>\S.*)$")
+_RELOC = re.compile(r"^\s+(?P<addr>[0-9a-f]+): (?P<type>R_\S+)\s+(?P<sym>\S+)$")
+# A function symbol of 'objdump -t': address, section, size, name.
+_SYMBOL = re.compile(r"^(?P<addr>[0-9a-f]+) .{6}F (?P<sec>\S+)\s+(?P<size>[0-9a-f]+) "
+                     r"(?P<name>\S+)$")
 _TARGET = re.compile(r"\b[0-9a-f]+ <(?P<sym>[^>+]+)(?P<off>\+0x[0-9a-f]+)?>")
 _VALUE = re.compile(r"^(?P<sym>[^+-]+)(?P<add>[+-]0x[0-9a-f]+)?$")
 
@@ -90,40 +93,69 @@ def unpadded(body):
     return body[:end]
 
 
-def parse(dump):
+def read_sizes(text):
+    """{function: size} of the function symbols of 'objdump -t' output."""
+    return {m.group("name"): int(m.group("size"), 16)
+            for m in map(_SYMBOL.match, text.splitlines()) if m}
+
+
+def parse(dump, sizes=None, code=None):
     """({function: [normalised instruction or relocation]}, {function:
     (section, start, end)}) of the text of 'objdump -dr -z
     --no-show-raw-insn', each body without its end padding.  A name that
-    appears twice is refused: which one a claim means is not known."""
-    out, where, cur, section = {}, {}, None, ""
+    appears twice is refused: which one a claim means is not known.
+
+    With @sizes ({function: size}, read_sizes()), a function ends at its
+    size, and a label without a size (objdump's name for a section with no
+    symbol, such as x86's .altinstr_replacement) is no function: what lies
+    outside every function, such as the alternatives arm64 assembles into
+    a subsection after the last function of .text, is in no body.  Without
+    @sizes a function ends where the next label of its section starts.
+    @code, a dict, receives {section: {address: instruction}} of every
+    instruction, for the replacements of side_tables()."""
+    out, where, cur, section, last = {}, {}, None, "", None
+    code = {} if code is None else code
     for line in dump.splitlines():
         m = _SECTION.match(line)
         if m:
-            section, cur = m.group("name"), None
+            section, cur, last = m.group("name"), None, None
             continue
         m = _FUNC.match(line)
         if m:
             cur = m.group("name")
+            if sizes is not None and cur not in sizes:
+                cur = None
+                continue
             if cur in out:
                 raise LabError(f"two functions named {cur} in one object")
             out[cur] = []
-            where[cur] = [section, int(m.group("addr"), 16), None]
-            continue
-        if cur is None:
+            start = last = int(m.group("addr"), 16)
+            where[cur] = [section, start,
+                          start + sizes[cur] if sizes is not None else None]
             continue
         r = _RELOC.match(line)
+        i = None if r else _INSN.match(line)
+        here = code.setdefault(section, {})
+        if i:
+            last = int(i.group("addr"), 16)
+            here[last] = (i.group("text"), [])
+        elif r and last in here:
+            here[last][1].append((r.group("type"), r.group("sym")))
+        if cur is None:
+            continue
+        if where[cur][2] is not None and last is not None and last >= where[cur][2]:
+            continue    # past the function's size
         if r:
             out[cur].append(f"reloc {r.group('type')} {r.group('sym')}")
-            continue
-        i = _INSN.match(line)
-        if i:
+        elif i:
             out[cur].append(normalise(cur, i.group("text")))
         elif line.strip() == "...":
             out[cur].append("...")    # skipped zeros: never equal to no bytes
-    # a function ends where the next one of its section starts
-    starts = sorted((sec, a, f) for f, (sec, a, _) in where.items())
-    for (sec, a, f), nxt in zip(starts, starts[1:] + [None]):
-        where[f][2] = nxt[1] if nxt and nxt[0] == sec else None
+    if sizes is None:
+        # a function ends where the next one of its section starts
+        starts = sorted((sec, a, f) for f, (sec, a, _) in where.items())
+        for (sec, a, f), nxt in zip(starts, starts[1:] + [None]):
+            where[f][2] = nxt[1] if nxt and nxt[0] == sec else None
     return ({f: unpadded(body) for f, body in out.items()},
             {f: tuple(w) for f, w in where.items()})
 
@@ -174,12 +206,37 @@ def _value(where, value, of):
     return f"<{'.' if f == of else f}+{off:#x}>"
 
 
-def side_tables(relocs, contents, where, fmt):
+def replacement(code, where, value, length, of):
+    """The instructions an alternative of function @of puts in place: those
+    of @code (parse()'s {section: {address: (text, relocations)}}) at the
+    target of relocation value @value and in the @length bytes after it.
+    objdump's rendering of a branch target there is dropped (in an object
+    file it shows the unrelocated field); its relocation, function-relative
+    (_value()), says where the branch goes."""
+    m = _VALUE.match(value)
+    if not m:
+        return []
+    at, here = _addend(m), code.get(m.group("sym"), {})
+    out = []
+    for a in sorted(here):
+        if at <= a < at + length:
+            text, relocs = here[a]
+            text = normalise(None, _TARGET.sub("<>", text))
+            out.append(" ".join([text] + [f"[{t} {_value(where, v, of)}]"
+                                          for t, v in relocs]))
+    return out
+
+
+def side_tables(relocs, contents, where, fmt, code=None):
     """{function: [entry]} of the tables of ENTRY: each entry whose first
     relocation points into the function, with its relocations (offset in
     the entry, type, target) and, where ENTRY gives a length, its bytes
-    other than the relocated ones.  @relocs: {section: [(offset, type,
-    value)]} of 'objdump -r'; @contents: {section: bytes} of 'objdump -s'."""
+    other than the relocated ones.  An alternative's entry also holds the
+    instructions of its replacement (its last byte is their length, on
+    x86_64 and arm64), read from @code (parse()'s): their place moves with
+    everything else assembled there, their text is the code.  @relocs:
+    {section: [(offset, type, value)]} of 'objdump -r'; @contents:
+    {section: bytes} of 'objdump -s'."""
     sizes = ENTRY.get(fmt, {})
     out = {}
     for sec, size in sizes.items():
@@ -201,6 +258,10 @@ def side_tables(relocs, contents, where, fmt):
                         n = 8 if _RELOC_SIZE.search(t) else 4
                         raw[o - off:o - off + n] = b"\0" * len(raw[o - off:o - off + n])
                 entry.append(raw.hex())
+                repl = [v for o, _, v in rows if o == off + 4]
+                if sec == ".altinstructions" and code is not None and repl and raw:
+                    entry.append("replacement: " + "; ".join(
+                        replacement(code, where, repl[0], data[off + size - 1], f)))
             out.setdefault(f, []).append(f"{sec} " + " ".join(entry))
     return out
 
@@ -241,6 +302,50 @@ def _objdump(objdump, args, path):
     return p.stdout
 
 
+# Sections of merged strings: a relocation into one is compared by the
+# string it points at, whose offset moves with the other strings there.
+_STRINGS = ".rodata.str"
+
+
+def body_reloc(entry, where, of, code, contents):
+    """A relocation of function @of's body ('reloc TYPE VALUE'; any other
+    entry as it is) with its target made independent of what else the
+    object holds: into code, function-relative or, outside every function
+    (an alternative's out-of-line code), its section alone (_value()); into
+    a section of merged strings, the string.  A target in other data keeps
+    its offset."""
+    if not entry.startswith("reloc "):
+        return entry
+    _, typ, value = entry.split(" ", 2)
+    m = _VALUE.match(value)
+    if m and m.group("sym").startswith(_STRINGS) and m.group("sym") in contents:
+        data = contents[m.group("sym")][max(_addend(m), 0):]
+        text = data.split(b"\0", 1)[0].decode("utf-8", "replace")
+        return f"reloc {typ} {m.group('sym')}:{text!r}"
+    if m and m.group("sym") in code:
+        target = _value(where, value, of)
+        if not target.startswith("<"):
+            # out of every function: the block of code there, to its end
+            target += " {" + "; ".join(_block(code, where, m, of)) + "}"
+        return f"reloc {typ} {target}"
+    return entry
+
+
+def _block(code, where, m, of):
+    """The instructions of @code from the target of relocation value match
+    @m up to the first that does not fall through (at most 16), as
+    replacement() writes them."""
+    at, here = _addend(m), code.get(m.group("sym"), {})
+    out = []
+    for a in sorted(a for a in here if a >= at)[:16]:
+        text, relocs = here[a]
+        text = normalise(None, _TARGET.sub("<>", text))
+        out.append(" ".join([text] + [f"[{t} {_value(where, v, of)}]" for t, v in relocs]))
+        if _NO_FALL_THROUGH.match(text):
+            break
+    return out
+
+
 def functions(path, objdump):
     """{function: body} of the object file @path, disassembled with
     @objdump: parse()'s instructions and relocations, then the entries of
@@ -250,13 +355,18 @@ def functions(path, objdump):
     dump = _objdump(objdump, ["-dr", "-z", "--no-show-raw-insn"], path)
     m = re.search(r"file format (\S+)", dump)
     fmt = m.group(1) if m else ""
-    bodies, where = parse(dump)
+    code = {}
+    bodies, where = parse(dump, read_sizes(_objdump(objdump, ["-t"], path)), code)
     relocs = read_relocs(_objdump(objdump, ["-r"], path))
     present = [s for s in ENTRY.get(fmt, {}) if s in relocs]
+    present += sorted({v.split("+")[0] for rows in relocs.values() for _, _, v in rows
+                       if v.startswith(_STRINGS)})
     contents = read_contents(_objdump(objdump, ["-s"] + [a for s in present
                                                          for a in ("-j", s)], path)) \
         if present else {}
-    for f, entries in side_tables(relocs, contents, where, fmt).items():
+    for f, body in bodies.items():
+        bodies[f] = [body_reloc(e, where, f, code, contents) for e in body]
+    for f, entries in side_tables(relocs, contents, where, fmt, code).items():
         if f in bodies:
             bodies[f] = bodies[f] + ["table " + e for e in entries]
     return bodies
