@@ -111,8 +111,8 @@ def parse(dump, sizes=None, code=None):
     outside every function, such as the alternatives arm64 assembles into
     a subsection after the last function of .text, is in no body.  Without
     @sizes a function ends where the next label of its section starts.
-    @code, a dict, receives {section: {address: instruction}} of every
-    instruction, for the replacements of side_tables()."""
+    @code, a dict, receives {section: {address: (text, [(relocation type,
+    value)])}} of every instruction, for side_tables() and body_reloc()."""
     out, where, cur, section, last = {}, {}, None, "", None
     code = {} if code is None else code
     for line in dump.splitlines():
@@ -217,14 +217,16 @@ def replacement(code, where, value, length, of):
     if not m:
         return []
     at, here = _addend(m), code.get(m.group("sym"), {})
-    out = []
-    for a in sorted(here):
-        if at <= a < at + length:
-            text, relocs = here[a]
-            text = normalise(None, _TARGET.sub("<>", text))
-            out.append(" ".join([text] + [f"[{t} {_value(where, v, of)}]"
-                                          for t, v in relocs]))
-    return out
+    return [_written(here[a], where, of) for a in sorted(here) if at <= a < at + length]
+
+
+def _written(insn, where, of):
+    """An instruction of parse()'s @code, (text, relocations), as
+    replacement() and _block() compare it: objdump's branch target
+    dropped, each relocation's target function-relative (_value())."""
+    text, relocs = insn
+    return " ".join([normalise(None, _TARGET.sub("<>", text))] +
+                    [f"[{t} {_value(where, v, of)}]" for t, v in relocs])
 
 
 def side_tables(relocs, contents, where, fmt, code=None):
@@ -338,10 +340,8 @@ def _block(code, where, m, of):
     at, here = _addend(m), code.get(m.group("sym"), {})
     out = []
     for a in sorted(a for a in here if a >= at)[:16]:
-        text, relocs = here[a]
-        text = normalise(None, _TARGET.sub("<>", text))
-        out.append(" ".join([text] + [f"[{t} {_value(where, v, of)}]" for t, v in relocs]))
-        if _NO_FALL_THROUGH.match(text):
+        out.append(_written(here[a], where, of))
+        if _NO_FALL_THROUGH.match(out[-1]):
             break
     return out
 
